@@ -1,0 +1,31 @@
+# Every target builds what it needs: a fresh clone runs `make demo` or `make test`.
+SHELL := /bin/bash
+VENV := .venv
+# PyMC 6.x needs Python >= 3.12; the machine's default python3 is 3.11. Find a 3.12.
+PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	if $$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1; then echo $$p; break; fi; done)
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON312)" || { echo "python3.12 not found: install Python 3.12" >&2; exit 1; }
+	$(PYTHON312) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/ising_demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_core.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,20 @@
+"""Adaptive locally balanced Metropolis-Hastings step methods for discrete variables in PyMC.
+
+>>> import pymc as pm, pymc_discrete as pmd
+>>> with pm.Model():
+...     g = pm.Bernoulli("g", 0.2, shape=100)
+...     step = pmd.ALBP([g])  # doctest: +SKIP
+"""
+
+from pymc_discrete.pymc import (
+    ALBP,
+    ARWM,
+    RelaxationError,
+    is_registered,
+    register,
+    unregister,
+)
+
+__version__ = "0.1.0"
+
+__all__ = ["ALBP", "ARWM", "RelaxationError", "is_registered", "register", "unregister"]

@@ -1,0 +1,102 @@
+"""Stateful tuner of the scale R of a step method, built on dual averaging.
+
+It runs only while tuning, restarts per chain, and freezes the averaged scale when tuning
+stops (or after the number of tuning draws announced at the start of the chain).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pymc_discrete.adaptation.dual_averaging import (
+    DualAveragingState,
+    dual_averaging_final,
+    dual_averaging_init,
+    dual_averaging_update,
+)
+
+__all__ = ["ScaleAdapter"]
+
+
+class ScaleAdapter:
+    """Tune a scale in ``[lower, upper]`` toward a target acceptance rate.
+
+    Parameters
+    ----------
+    target_accept : float
+        Target acceptance rate in (0, 1).
+    initial_scale : float
+        Scale at the start of every tuning phase.
+    lower, upper : float
+        Bounds of the scale (for R: 1 and the number of sites).
+    adapt : bool
+        If False the scale stays at ``initial_scale``.
+
+    Examples
+    --------
+    >>> tuner = ScaleAdapter(0.574, 1.0, 1.0, 800.0)
+    >>> tuner.start(n_tune=2)
+    >>> tuner.update(1.0); tuner.update(1.0)
+    >>> tuner.tuning
+    False
+    """
+
+    def __init__(
+        self,
+        target_accept: float,
+        initial_scale: float,
+        lower: float,
+        upper: float,
+        adapt: bool = True,
+    ) -> None:
+        if not 0.0 < target_accept < 1.0:
+            raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+        if not (lower <= initial_scale <= upper):
+            raise ValueError(
+                f"initial_scale must lie in [{lower:g}, {upper:g}] (the number of sites), "
+                f"got {initial_scale!r}"
+            )
+        self.target_accept = float(target_accept)
+        self.initial_scale = float(initial_scale)
+        self.lower = float(lower)
+        self.upper = float(upper)
+        self.adapt = bool(adapt)
+        self.start(None)
+
+    def start(self, n_tune: int | None) -> None:
+        """Restart tuning for a new chain.
+
+        Parameters
+        ----------
+        n_tune : int or None
+            Number of tuning draws of the chain, if known; tuning freezes by itself
+            after that many updates. ``0`` means the chain does not tune.
+        """
+        self.n_tune = n_tune
+        self.scale = self.initial_scale
+        self._state: DualAveragingState = dual_averaging_init(self.initial_scale)
+        self.tuning = self.adapt and n_tune != 0
+
+    def update(self, accept_prob: float) -> None:
+        """Record the acceptance probability of one draw and move the scale.
+
+        Does nothing once tuning has stopped.
+        """
+        if not self.tuning:
+            return
+        self._state = dual_averaging_update(
+            self._state,
+            accept_prob,
+            self.target_accept,
+            math.log(self.lower),
+            math.log(self.upper),
+        )
+        self.scale = math.exp(self._state.log_scale)
+        if self.n_tune is not None and self._state.step >= self.n_tune:
+            self.stop()
+
+    def stop(self) -> None:
+        """Freeze the averaged scale; later updates leave it unchanged."""
+        if self.tuning and self._state.step > 0:
+            self.scale = min(max(dual_averaging_final(self._state), self.lower), self.upper)
+        self.tuning = False

@@ -1,0 +1,27 @@
+"""Pure Metropolis-Hastings kernels on discrete spaces: numpy and numba only, no PyMC."""
+
+from pymc_discrete.kernels.binary import (
+    BinaryLBState,
+    BinaryRWState,
+    albp_step,
+    arwm_step,
+    init_lb_state,
+)
+from pymc_discrete.kernels.common import StepInfo, probabilistic_round
+from pymc_discrete.kernels.sampling import gumbel_top_r, ordered_picks_logprob
+from pymc_discrete.kernels.weights import WEIGHT_CODES, log_balanced_weights, weight_code
+
+__all__ = [
+    "BinaryLBState",
+    "BinaryRWState",
+    "StepInfo",
+    "WEIGHT_CODES",
+    "albp_step",
+    "arwm_step",
+    "gumbel_top_r",
+    "init_lb_state",
+    "log_balanced_weights",
+    "ordered_picks_logprob",
+    "probabilistic_round",
+    "weight_code",
+]

@@ -1,0 +1,192 @@
+"""One Metropolis-Hastings step of ALBP and ARWM on binary sites.
+
+The kernels take plain callables and an ``np.random.Generator``; they know nothing of
+PyMC. A state carries the point, its log density and (for ALBP) its local log-ratios,
+so each step evaluates the model once, at the proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_discrete.kernels.common import (
+    StepInfo,
+    acceptance_probability,
+    metropolis_accept,
+    probabilistic_round,
+)
+from pymc_discrete.kernels.sampling import gumbel_top_r, ordered_picks_logprob
+from pymc_discrete.kernels.weights import log_balanced_weights
+
+__all__ = [
+    "LogpAndRatios",
+    "LogpFn",
+    "BinaryLBState",
+    "BinaryRWState",
+    "init_lb_state",
+    "albp_step",
+    "arwm_step",
+]
+
+#: ``x -> (log density, local log-ratios of every single-site flip)``
+LogpAndRatios = Callable[[np.ndarray], tuple[float, np.ndarray]]
+#: ``x -> log density``
+LogpFn = Callable[[np.ndarray], float]
+
+
+class BinaryLBState(NamedTuple):
+    """State of a locally balanced chain on {0, 1}^N.
+
+    Attributes
+    ----------
+    x : ndarray of int64, shape (N,)
+        The point.
+    logp : float
+        Its log density.
+    log_ratios : ndarray of float64, shape (N,)
+        Local log-ratios ``d_i ~ logp(x with site i flipped) - logp(x)``, exact or a
+        first-order estimate.
+    log_weights : ndarray of float64, shape (N,)
+        ``log g(exp(d_i))`` for the weight function of the chain.
+    """
+
+    x: np.ndarray
+    logp: float
+    log_ratios: np.ndarray
+    log_weights: np.ndarray
+
+
+class BinaryRWState(NamedTuple):
+    """State of a random-walk chain on {0, 1}^N: the point and its log density."""
+
+    x: np.ndarray
+    logp: float
+
+
+def init_lb_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> BinaryLBState:
+    """Build the state of a locally balanced chain at ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (N,)
+        A point in {0, 1}^N.
+    logp_and_ratios : callable
+        ``x -> (logp, local log-ratios)``.
+    code : int
+        Weight function code (:data:`~pymc_discrete.kernels.weights.WEIGHT_CODES`).
+
+    Returns
+    -------
+    BinaryLBState
+    """
+    x = np.asarray(x, dtype=np.int64)
+    logp, ratios = logp_and_ratios(x)
+    ratios = np.asarray(ratios, dtype=np.float64)
+    return BinaryLBState(x, float(logp), ratios, log_balanced_weights(ratios, code))
+
+
+@numba.njit(cache=True)
+def _flip(x: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    y = x.copy()
+    for j in range(picks.size):
+        y[picks[j]] = 1 - y[picks[j]]
+    return y
+
+
+def albp_step(
+    state: BinaryLBState,
+    scale: float,
+    rng: np.random.Generator,
+    logp_and_ratios: LogpAndRatios,
+    code: int,
+) -> tuple[BinaryLBState, StepInfo]:
+    """One M-H step of the locally balanced proposal LBP-R on binary sites.
+
+    R (the probabilistic rounding of ``scale``) distinct sites are drawn in order
+    with probability proportional to their locally balanced weights among the sites
+    not yet drawn, all of them are flipped, and the move is accepted with the
+    Metropolis-Hastings ratio of the ordered path and its reverse (eq. 5 of the
+    optimal-scaling paper).
+
+    Parameters
+    ----------
+    state : BinaryLBState
+        Current state.
+    scale : float
+        Real-valued scale R_t >= 1.
+    rng : numpy.random.Generator
+        Source of randomness (N + 2 uniforms per step).
+    logp_and_ratios : callable
+        ``y -> (logp(y), local log-ratios at y)``; called once, at the proposal.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    new_state : BinaryLBState
+    info : StepInfo
+    """
+    n = state.x.size
+    u = rng.random(n + 2)
+    r = probabilistic_round(scale, u[n], n)
+    picks = gumbel_top_r(state.log_weights, u[:n], r)
+    if picks.size == 0:
+        return state, StepInfo(0.0, False, r, 0)
+    logq_forward = ordered_picks_logprob(state.log_weights, picks, False)
+    y = _flip(state.x, picks)
+    logp_y, ratios_y = logp_and_ratios(y)
+    logp_y = float(logp_y)
+    ratios_y = np.asarray(ratios_y, dtype=np.float64)
+    log_weights_y = log_balanced_weights(ratios_y, code)
+    logq_reverse = ordered_picks_logprob(log_weights_y, picks, True)
+    if logp_y > -np.inf:
+        log_alpha = logp_y - state.logp + logq_reverse - logq_forward
+    else:  # -inf or NaN density: never accept
+        log_alpha = -np.inf
+    if metropolis_accept(log_alpha, u[n + 1]):
+        new_state = BinaryLBState(y, logp_y, ratios_y, log_weights_y)
+        return new_state, StepInfo(acceptance_probability(log_alpha), True, r, r)
+    return state, StepInfo(acceptance_probability(log_alpha), False, r, 0)
+
+
+def arwm_step(
+    state: BinaryRWState,
+    scale: float,
+    rng: np.random.Generator,
+    logp: LogpFn,
+) -> tuple[BinaryRWState, StepInfo]:
+    """One M-H step of random-walk Metropolis RWM-R on binary sites.
+
+    R (the probabilistic rounding of ``scale``) sites are drawn uniformly without
+    replacement and flipped; the proposal is symmetric.
+
+    Parameters
+    ----------
+    state : BinaryRWState
+        Current state.
+    scale : float
+        Real-valued scale R_t >= 1.
+    rng : numpy.random.Generator
+        Source of randomness.
+    logp : callable
+        ``y -> logp(y)``; called once, at the proposal.
+
+    Returns
+    -------
+    new_state : BinaryRWState
+    info : StepInfo
+    """
+    n = state.x.size
+    u = rng.random(2)
+    r = probabilistic_round(scale, u[0], n)
+    picks = rng.choice(n, size=r, replace=False)
+    y = _flip(state.x, picks)
+    logp_y = float(logp(y))
+    log_alpha = logp_y - state.logp if logp_y > -np.inf else -np.inf
+    if metropolis_accept(log_alpha, u[1]):
+        return BinaryRWState(y, logp_y), StepInfo(acceptance_probability(log_alpha), True, r, r)
+    return state, StepInfo(acceptance_probability(log_alpha), False, r, 0)

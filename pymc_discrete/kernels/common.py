@@ -1,0 +1,99 @@
+"""Pieces shared by every Metropolis-Hastings kernel: states, step info, rounding, acceptance."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "StepInfo",
+    "probabilistic_round",
+    "acceptance_probability",
+]
+
+
+class StepInfo(NamedTuple):
+    """What one Metropolis-Hastings step did.
+
+    Attributes
+    ----------
+    accept_prob : float
+        ``min(1, exp(log_alpha))`` of the proposal; 0 when the proposal was
+        impossible or its log density was NaN or -inf.
+    accepted : bool
+        Whether the proposal became the new state.
+    n_proposed : int
+        Number of sites the proposal changed (R, or the path length for PAS).
+    jump_distance : int
+        Number of sites whose value differs between the old and the new state.
+    """
+
+    accept_prob: float
+    accepted: bool
+    n_proposed: int
+    jump_distance: int
+
+
+def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
+    """Round a real scale to an integer number of sites, unbiasedly.
+
+    ``floor(scale) + 1`` with probability ``frac(scale)``, else ``floor(scale)``,
+    then clipped to ``[1, n_sites]``.
+
+    Parameters
+    ----------
+    scale : float
+        The real-valued scale R_t.
+    u : float
+        A uniform draw on [0, 1).
+    n_sites : int
+        Number of sites N.
+
+    Returns
+    -------
+    int
+        The number of sites R to change.
+    """
+    base = math.floor(scale)
+    r = base + (1 if u < scale - base else 0)
+    return int(min(max(r, 1), n_sites))
+
+
+def acceptance_probability(log_alpha: float) -> float:
+    """``min(1, exp(log_alpha))``, with NaN mapped to 0 (the proposal is rejected).
+
+    Parameters
+    ----------
+    log_alpha : float
+        Log of the Metropolis-Hastings ratio.
+
+    Returns
+    -------
+    float
+        The acceptance probability in [0, 1].
+    """
+    if math.isnan(log_alpha):
+        return 0.0
+    return math.exp(min(0.0, log_alpha))
+
+
+def metropolis_accept(log_alpha: float, u: float) -> bool:
+    """Metropolis-Hastings decision ``log(u) < log_alpha``; NaN and -inf reject.
+
+    Parameters
+    ----------
+    log_alpha : float
+        Log of the Metropolis-Hastings ratio.
+    u : float
+        A uniform draw on [0, 1).
+
+    Returns
+    -------
+    bool
+        True when the proposal is accepted.
+    """
+    if not (log_alpha > -math.inf):  # also False for NaN
+        return False
+    return bool(np.log(u) < log_alpha)

@@ -1,0 +1,349 @@
+"""ALBP and ARWM as PyMC step methods (``pymc.step_methods.arraystep.ArrayStepShared``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pymc.blocking import RaveledVars, StatsType
+from pymc.model import modelcontext
+from pymc.pytensorf import make_shared_replacements
+from pymc.step_methods.arraystep import ArrayStepShared
+from pymc.step_methods.compound import Competence, StepMethodState
+from pymc.util import get_value_vars_from_user_vars
+from pytensor.tensor.random.basic import BernoulliRV
+
+from pymc_discrete.adaptation import ScaleAdapter
+from pymc_discrete.kernels.binary import (
+    BinaryLBState,
+    BinaryRWState,
+    albp_step,
+    arwm_step,
+    init_lb_state,
+)
+from pymc_discrete.kernels.common import StepInfo
+from pymc_discrete.kernels.weights import weight_code
+from pymc_discrete.pymc.compiled import compile_exact_logp, compile_logp_and_ratios
+from pymc_discrete.pymc.validation import (
+    check_binary_block,
+    check_choice,
+    check_initial_point,
+    check_unit_interval,
+)
+
+__all__ = ["ALBP", "ARWM"]
+
+#: Per-draw sampler statistics of every step of this package (name -> dtype, shape).
+STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
+    "accept": (np.float64, []),
+    "accepted": (np.float64, []),
+    "scaling": (np.float64, []),
+    "jump_distance": (np.int64, []),
+    "n_proposed": (np.int64, []),
+}
+
+
+class _SiteBlockStep(ArrayStepShared):
+    """Shared machinery of the M-H steps on a block of discrete sites.
+
+    Subclasses provide ``_init_state(x)`` and ``_kernel_step(state, scale)``.
+    """
+
+    default_blocked = True
+    stats_dtypes_shapes = STATS_DTYPES_SHAPES
+    _state_class = StepMethodState
+
+    def __init__(
+        self,
+        vars,
+        *,
+        target_accept: float,
+        initial_scale: float,
+        adapt: bool,
+        model,
+        initial_point,
+        rng,
+        blocked: bool,
+    ) -> None:
+        model = modelcontext(model)
+        self.target_accept = check_unit_interval("target_accept", target_accept)
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        check_binary_block(model, value_vars, type(self).__name__)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        check_initial_point(model, initial_point, value_vars)
+        self.model = model
+        self.shapes = [tuple(np.shape(initial_point[v.name])) for v in value_vars]
+        self.n_sites = int(sum(np.prod(s, dtype=int) for s in self.shapes))
+        try:
+            initial_scale = float(initial_scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"initial_scale must be a number, got {initial_scale!r}") from None
+        self.adapter = ScaleAdapter(
+            self.target_accept, initial_scale, 1.0, float(self.n_sites), adapt=adapt
+        )
+        self.tune = True
+        self._n_tune: int | None = None
+        self._state = None
+        self._shared_seen: list[np.ndarray] | None = None
+        shared = make_shared_replacements(initial_point, value_vars, model)
+        self._initial_point = initial_point
+        super().__init__(value_vars, shared, blocked=blocked, rng=rng)
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Start a chain: new generator, tuning restarted for ``tune`` draws."""
+        super().setup_chain(rng, tune, draws)
+        self._n_tune = int(tune)
+        self.tune = tune > 0
+        self.adapter.start(self._n_tune)
+        self._state = None
+
+    def reset_tuning(self) -> None:
+        """Restart the adaptation of the scale (PyMC calls this at the start of a chain)."""
+        self.adapter.start(self._n_tune)
+        if self._n_tune is not None and self._n_tune == 0:
+            self.tune = False
+
+    def stop_tuning(self) -> None:
+        """End of tuning: freeze the averaged scale."""
+        self.adapter.stop()
+        self.tune = False
+
+    @property
+    def scale(self) -> float:
+        """Current scale R (real-valued; each draw rounds it probabilistically)."""
+        return self.adapter.scale
+
+    # ---- sampling --------------------------------------------------------------------
+    def _others_changed(self) -> bool:
+        """Whether another step changed the variables outside the block since the last draw."""
+        if not self.shared:
+            return False
+        current = [s.get_value(borrow=True) for s in self.shared.values()]
+        seen = self._shared_seen
+        self._shared_seen = [np.array(c, copy=True) for c in current]
+        if seen is None:
+            return True
+        return any(not np.array_equal(a, b) for a, b in zip(seen, current))
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
+        x = np.asarray(q0.data, dtype=np.int64)
+        state = self._state
+        if self._others_changed() or state is None or not np.array_equal(state.x, x):
+            state = self._init_state(x)
+            if not np.isfinite(state.logp):
+                raise ValueError(
+                    f"{type(self).__name__}: the current point has log density {state.logp}; "
+                    "start from a point of positive probability"
+                )
+        scale = self.adapter.scale
+        state, info = self._kernel_step(state, scale)
+        self._state = state
+        if self.tune:
+            self.adapter.update(info.accept_prob)
+        stats = self._stats(info, scale)
+        return RaveledVars(state.x.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+
+    @staticmethod
+    def _stats(info: StepInfo, scale: float) -> dict:
+        return {
+            "accept": float(info.accept_prob),
+            "accepted": float(info.accepted),
+            "scaling": float(scale),
+            "jump_distance": int(info.jump_distance),
+            "n_proposed": int(info.n_proposed),
+        }
+
+    @staticmethod
+    def competence(var, has_grad=False):
+        """IDEAL for Bernoulli variables, INCOMPATIBLE otherwise."""
+        if isinstance(getattr(var.owner, "op", None), BernoulliRV):
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE
+
+
+class ALBP(_SiteBlockStep):
+    """Adaptive locally balanced proposal for binary variables.
+
+    Each draw picks R sites without replacement with probability proportional to the
+    locally balanced weights ``g(pi(y) / pi(x))`` of flipping them, flips them all and
+    accepts or rejects the move as a whole (Metropolis-Hastings on the ordered path). The
+    weights come from one gradient of a continuous relaxation of the model, computed with
+    the log density at the proposal: one compiled logp+gradient call per draw. During
+    tuning R is adapted (dual averaging on log R) toward the acceptance rate
+    ``target_accept``, 0.574 being asymptotically optimal; the averaged R is frozen when
+    tuning ends.
+
+    Parameters
+    ----------
+    vars : list of random variables, optional
+        Bernoulli variables to sample as one block (default: all free variables).
+    weight : {"barker", "sqrt"}
+        Locally balanced function: ``t / (1 + t)`` or ``sqrt(t)``.
+    target_accept : float
+        Acceptance rate R is tuned toward, in (0, 1).
+    proposal : {"gradient"}
+        How local log-ratios are obtained: a first-order estimate from the gradient of
+        the relaxed log density.
+    initial_scale : float
+        R at the start of tuning (between 1 and the number of sites).
+    adapt : bool
+        Tune R during PyMC's tune phase. If False, R stays ``initial_scale``.
+    model : pymc.Model, optional
+    initial_point, compile_kwargs, rng, blocked
+        Passed by ``pm.sample`` when it builds the step itself.
+
+    Attributes
+    ----------
+    scale : float
+        The current R.
+
+    Notes
+    -----
+    Sampler statistics per draw: ``accept`` (M-H acceptance probability), ``accepted``
+    (1.0 or 0.0), ``scaling`` (R used), ``jump_distance`` (sites changed) and
+    ``n_proposed`` (sites proposed).
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model():
+    ...     g = pm.Bernoulli("g", 0.3, shape=50)
+    ...     idata = pm.sample(step=pmd.ALBP([g]), draws=200, tune=200, chains=1,
+    ...                       progressbar=False)  # doctest: +SKIP
+    """
+
+    name = "albp"
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        weight: str = "barker",
+        target_accept: float = 0.574,
+        proposal: str = "gradient",
+        initial_scale: float = 1.0,
+        adapt: bool = True,
+        model=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+        rng=None,
+        blocked: bool = True,
+    ) -> None:
+        self.weight = check_choice("weight", weight, ("barker", "sqrt"))
+        self.proposal = check_choice("proposal", proposal, ("gradient",))
+        self._code = weight_code(self.weight)
+        super().__init__(
+            vars,
+            target_accept=target_accept,
+            initial_scale=initial_scale,
+            adapt=adapt,
+            model=model,
+            initial_point=initial_point,
+            rng=rng,
+            blocked=blocked,
+        )
+        self._logp_and_ratios = compile_logp_and_ratios(
+            self.model, self.vars, self.shapes, self._shared_vars(), compile_kwargs
+        )
+        self._check_relaxation(compile_kwargs)
+
+    def _shared_vars(self) -> dict:
+        name_to_value = {v.name: v for v in self.model.value_vars}
+        return {name_to_value[name]: s for name, s in self.shared.items()}
+
+    def _check_relaxation(self, compile_kwargs: dict | None) -> None:
+        """The relaxed logp must equal the exact logp at the (integer) initial point."""
+        point = self._initial_point
+        for name, s in self.shared.items():
+            s.set_value(point[name])
+        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+        relaxed, _ = self._logp_and_ratios(x0)
+        exact = float(self.model.compile_logp(**(compile_kwargs or {}))(point))
+        if not np.isclose(relaxed, exact, rtol=1e-9, atol=1e-8):
+            raise RuntimeError(
+                f"the relaxed log density {relaxed!r} differs from the exact one {exact!r} at "
+                "the initial point; the model has a term this relaxation does not cover"
+            )
+
+    def _init_state(self, x: np.ndarray) -> BinaryLBState:
+        return init_lb_state(x, self._logp_and_ratios, self._code)
+
+    def _kernel_step(self, state: BinaryLBState, scale: float):
+        return albp_step(state, scale, self.rng, self._logp_and_ratios, self._code)
+
+
+class ARWM(_SiteBlockStep):
+    """Adaptive random-walk Metropolis for binary variables.
+
+    Each draw flips R sites chosen uniformly without replacement (a symmetric proposal)
+    and accepts with the Metropolis ratio; R is tuned during PyMC's tune phase toward
+    ``target_accept`` (0.234 is asymptotically optimal). One exact logp evaluation per
+    draw; no gradient, so any model with binary variables works.
+
+    Parameters
+    ----------
+    vars : list of random variables, optional
+        Bernoulli variables to sample as one block.
+    target_accept : float
+        Acceptance rate R is tuned toward, in (0, 1).
+    initial_scale : float
+        R at the start of tuning.
+    adapt : bool
+        Tune R during PyMC's tune phase.
+    model : pymc.Model, optional
+    initial_point, compile_kwargs, rng, blocked
+        Passed by ``pm.sample`` when it builds the step itself.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model():
+    ...     g = pm.Bernoulli("g", 0.3, shape=50)
+    ...     idata = pm.sample(step=pmd.ARWM([g]), chains=1, progressbar=False)  # doctest: +SKIP
+    """
+
+    name = "arwm"
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        target_accept: float = 0.234,
+        initial_scale: float = 1.0,
+        adapt: bool = True,
+        model=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+        rng=None,
+        blocked: bool = True,
+    ) -> None:
+        super().__init__(
+            vars,
+            target_accept=target_accept,
+            initial_scale=initial_scale,
+            adapt=adapt,
+            model=model,
+            initial_point=initial_point,
+            rng=rng,
+            blocked=blocked,
+        )
+        name_to_value = {v.name: v for v in self.model.value_vars}
+        shared = {name_to_value[name]: s for name, s in self.shared.items()}
+        self._logp = compile_exact_logp(
+            self.model, self.vars, self._initial_point, shared, compile_kwargs
+        )
+
+    def _init_state(self, x: np.ndarray) -> BinaryRWState:
+        return BinaryRWState(x, self._logp(x))
+
+    def _kernel_step(self, state: BinaryRWState, scale: float):
+        return arwm_step(state, scale, self.rng, self._logp)
+
+    @staticmethod
+    def competence(var, has_grad=False):
+        """COMPATIBLE for Bernoulli variables (ALBP is the IDEAL choice)."""
+        if isinstance(getattr(var.owner, "op", None), BernoulliRV):
+            return Competence.COMPATIBLE
+        return Competence.INCOMPATIBLE
