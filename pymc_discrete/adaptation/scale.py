@@ -91,7 +91,7 @@ class ScaleAdapter:
             math.log(self.lower),
             math.log(self.upper),
         )
-        self.scale = math.exp(self._state.log_scale)
+        self.scale = min(max(math.exp(self._state.log_scale), self.lower), self.upper)
         if self.n_tune is not None and self._state.step >= self.n_tune:
             self.stop()
 

@@ -1,0 +1,107 @@
+"""The relaxed log density equals the exact one at integer points, its gradient ratios
+are exact where the model is multilinear, and unrelaxable models get a clear error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_discrete as pmd
+from tests.exact import all_states
+
+
+def _relaxed_vs_exact(model, names):
+    """Relaxed (logp, ratios) and the exact logp and single-flip ratios at every binary
+    point of the block, other variables at the initial point."""
+    step = pmd.ALBP([model[n] for n in names], model=model)
+    point = model.initial_point()
+    exact_fn = model.compile_logp()
+    sizes = [point[model.rvs_to_values[model[n]].name].size for n in names]
+    n = sum(sizes)
+
+    def to_point(x):
+        p = dict(point)
+        start = 0
+        for name, size in zip(names, sizes):
+            vname = model.rvs_to_values[model[name]].name
+            p[vname] = x[start : start + size].reshape(point[vname].shape).astype(np.int64)
+            start += size
+        return p
+
+    rows = []
+    for x in all_states(n):
+        relaxed, ratios = step._logp_and_ratios(x)
+        exact = exact_fn(to_point(x))
+        flips = []
+        for i in range(n):
+            y = x.copy()
+            y[i] = 1 - y[i]
+            flips.append(exact_fn(to_point(y)) - exact)
+        rows.append((relaxed, exact, ratios, np.array(flips)))
+    return rows
+
+
+def test_relaxation_is_exact_at_integer_points_with_continuous_neighbours():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 4))
+    with pm.Model() as model:
+        p = pm.Beta("p", 2, 3)
+        g = pm.Bernoulli("g", p, shape=4)
+        beta = pm.Normal("beta", 0, 1, shape=4)
+        pm.Normal("y", mu=pt.as_tensor(X) @ (g * beta), sigma=0.5, observed=rng.normal(size=8))
+    for relaxed, exact, ratios, flips in _relaxed_vs_exact(model, ["g"]):
+        assert relaxed == pytest.approx(exact, rel=1e-12, abs=1e-10)
+        assert np.all(np.isfinite(ratios))
+
+
+def test_relaxation_of_several_variables_with_a_hierarchy_and_couplings():
+    J = np.array([[0.0, 0.7, -0.4], [0.7, 0.0, 0.3], [-0.4, 0.3, 0.0]])
+    with pm.Model() as model:
+        a = pm.Bernoulli("a", 0.3)
+        b = pm.Bernoulli("b", 0.2 + 0.6 * a, shape=2)
+        c = pm.Bernoulli("c", logit_p=pt.as_tensor([0.5, -1.0, 2.0]), shape=3)
+        s = 2.0 * c - 1.0
+        pm.Potential("coupling", 0.5 * s @ pt.as_tensor(J) @ s + b.sum() * c[0])
+    rows = _relaxed_vs_exact(model, ["a", "b", "c"])
+    for relaxed, exact, ratios, flips in rows:
+        assert relaxed == pytest.approx(exact, rel=1e-12, abs=1e-10)
+        # the model is multilinear in b and c: their gradient ratios are exact flips
+        # (a enters b's prior through log(0.2 + 0.6 a), so its ratio is first-order)
+        np.testing.assert_allclose(ratios[1:], flips[1:], rtol=1e-9, atol=1e-9)
+
+
+def test_integer_arithmetic_on_the_values_is_relaxed():
+    """Sums and casts to integers of the value are rebuilt in float."""
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.4, shape=4)
+        k = pt.cast(g, "int64").sum()  # an integer count
+        pm.Potential("count", -0.3 * k**2)
+    for relaxed, exact, ratios, flips in _relaxed_vs_exact(model, ["g"]):
+        assert relaxed == pytest.approx(exact, rel=1e-12, abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    "build,op",
+    [
+        (lambda g: pt.switch(pt.eq(g[0], 1), 1.0, 0.0), "eq"),
+        (lambda g: 0.5 * pt.mod(g.sum(), 2), "mod"),
+        (lambda g: pt.switch(g[1], 0.3, -0.2), "switch"),
+        (lambda g: pt.as_tensor(np.array([0.1, 0.9]))[g].sum(), "AdvancedSubtensor"),
+    ],
+)
+def test_unrelaxable_models_get_an_error_naming_the_operation(build, op):
+    with pm.Model():
+        g = pm.Bernoulli("g", 0.5, shape=3)
+        pm.Potential("term", build(g))
+        with pytest.raises(pmd.RelaxationError, match=op):
+            pmd.ALBP([g])
+
+
+def test_arwm_needs_no_relaxation():
+    with pm.Model():
+        g = pm.Bernoulli("g", 0.5, shape=3)
+        pm.Potential("term", pt.switch(pt.eq(g[0], 1), 1.0, 0.0))
+        step = pmd.ARWM([g])
+    assert step.n_sites == 3
