@@ -1,7 +1,8 @@
 """Stateful tuner of the scale R of a step method, built on dual averaging.
 
-It runs only while tuning, restarts per chain, and freezes the averaged scale when tuning
-stops (or after the number of tuning draws announced at the start of the chain).
+It runs only while tuning, restarts per chain, and freezes an averaged scale when tuning
+stops (or after the number of tuning draws announced at the start of the chain): the
+geometric mean of the iterates over the second half of tuning, not the last noisy one.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class ScaleAdapter:
             raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
         if not (lower <= initial_scale <= upper):
             raise ValueError(
-                f"initial_scale must lie in [{lower:g}, {upper:g}] (the number of sites), "
+                f"initial_scale must lie in [{lower:g}, {upper:g}] (at most half the sites), "
                 f"got {initial_scale!r}"
             )
         self.target_accept = float(target_accept)
@@ -75,6 +76,8 @@ class ScaleAdapter:
         self.n_tune = n_tune
         self.scale = self.initial_scale
         self._state: DualAveragingState = dual_averaging_init(self.initial_scale)
+        self._late_sum = 0.0
+        self._late_count = 0
         self.tuning = self.adapt and n_tune != 0
 
     def update(self, accept_prob: float) -> None:
@@ -92,11 +95,24 @@ class ScaleAdapter:
             math.log(self.upper),
         )
         self.scale = min(max(math.exp(self._state.log_scale), self.lower), self.upper)
+        if self.n_tune is not None and self._state.step > self.n_tune // 2:
+            self._late_sum += self._state.log_scale
+            self._late_count += 1
         if self.n_tune is not None and self._state.step >= self.n_tune:
             self.stop()
 
     def stop(self) -> None:
-        """Freeze the averaged scale; later updates leave it unchanged."""
-        if self.tuning and self._state.step > 0:
-            self.scale = min(max(dual_averaging_final(self._state), self.lower), self.upper)
+        """Freeze the averaged scale; later updates leave it unchanged.
+
+        With a known number of tuning draws the frozen value is the geometric mean of the
+        iterates of the second half of tuning (the first half is the transient from the
+        initial scale); otherwise it is the dual-averaging average.
+        """
+        if self.tuning and self._late_count > 0:
+            final = math.exp(self._late_sum / self._late_count)
+        elif self.tuning and self._state.step > 0:
+            final = dual_averaging_final(self._state)
+        else:
+            final = self.scale
+        self.scale = min(max(final, self.lower), self.upper)
         self.tuning = False

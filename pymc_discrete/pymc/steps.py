@@ -31,7 +31,17 @@ from pymc_discrete.pymc.validation import (
     check_unit_interval,
 )
 
-__all__ = ["ALBP", "ARWM"]
+__all__ = ["ALBP", "ARWM", "max_scale"]
+
+
+def max_scale(n_sites: int) -> float:
+    """Largest scale R the tuner may reach: half the sites (at least 1).
+
+    Changing more than half of the sites of a small block is close to "flip everything",
+    an involution that makes the chain nearly periodic (and its ESS estimates wrong); the
+    optimal R grows like N^(2/3), far below N/2 once N is in the tens.
+    """
+    return float(max(1, n_sites // 2))
 
 #: Per-draw sampler statistics of every step of this package (name -> dtype, shape).
 STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
@@ -71,7 +81,6 @@ class _SiteBlockStep(ArrayStepShared):
         check_binary_block(model, value_vars, type(self).__name__)
         if initial_point is None:
             initial_point = model.initial_point()
-        check_initial_point(model, initial_point, value_vars)
         self.model = model
         self.shapes = [tuple(np.shape(initial_point[v.name])) for v in value_vars]
         self.n_sites = int(sum(np.prod(s, dtype=int) for s in self.shapes))
@@ -80,8 +89,9 @@ class _SiteBlockStep(ArrayStepShared):
         except (TypeError, ValueError):
             raise ValueError(f"initial_scale must be a number, got {initial_scale!r}") from None
         self.adapter = ScaleAdapter(
-            self.target_accept, initial_scale, 1.0, float(self.n_sites), adapt=adapt
+            self.target_accept, initial_scale, 1.0, max_scale(self.n_sites), adapt=adapt
         )
+        check_initial_point(model, initial_point, value_vars)
         self.tune = True
         self._n_tune: int | None = None
         self._state = None
@@ -187,7 +197,7 @@ class ALBP(_SiteBlockStep):
         How local log-ratios are obtained: a first-order estimate from the gradient of
         the relaxed log density.
     initial_scale : float
-        R at the start of tuning (between 1 and the number of sites).
+        R at the start of tuning, between 1 and half the number of sites.
     adapt : bool
         Tune R during PyMC's tune phase. If False, R stays ``initial_scale``.
     model : pymc.Model, optional

@@ -1,0 +1,73 @@
+"""Small PyMC models with enumerable truth, shared across the PyMC-level tests."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+from tests.exact import all_states
+
+P_COUPLED = np.array([0.3, 0.6, 0.5, 0.8])
+J_COUPLED = np.array(
+    [[0.0, 0.6, -0.4, 0.2], [0.6, 0.0, 0.5, -0.3], [-0.4, 0.5, 0.0, 0.4], [0.2, -0.3, 0.4, 0.0]]
+)
+
+
+def coupled_logp(x: np.ndarray) -> float:
+    s = 2.0 * x - 1.0
+    return float(
+        np.sum(x * np.log(P_COUPLED) + (1 - x) * np.log1p(-P_COUPLED)) + 0.5 * s @ J_COUPLED @ s
+    )
+
+
+@pytest.fixture(scope="session")
+def coupled_model():
+    """Four coupled binary sites (Bernoulli priors plus a pairwise potential)."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", P_COUPLED, shape=4)
+        s = 2.0 * x - 1.0
+        pm.Potential("coupling", 0.5 * s @ pt.as_tensor(J_COUPLED) @ s)
+    return model
+
+
+@pytest.fixture(scope="session")
+def coupled_truth():
+    """Exact marginals P(x_i = 1) of the coupled model."""
+    states = all_states(4)
+    logps = np.array([coupled_logp(x) for x in states])
+    p = np.exp(logps - logps.max())
+    return (p / p.sum()) @ states
+
+
+# Indicators g with a Gaussian likelihood and an unknown offset mu sampled by NUTS.
+X_MIXED = np.array([[1.0, 0.5, -0.7], [0.2, -1.0, 0.4], [-0.3, 0.8, 1.1], [0.9, 0.1, -0.2], [0.0, -0.6, 0.9]])
+Y_MIXED = np.array([1.4, -0.9, 1.3, 0.8, 0.2])
+
+
+@pytest.fixture(scope="session")
+def mixed_model():
+    """g ~ Bernoulli(0.5)^3, mu ~ N(0, 1), y ~ N(mu + X g, 1)."""
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.5, shape=3)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu=mu + pt.as_tensor(X_MIXED) @ g, sigma=1.0, observed=Y_MIXED)
+    return model
+
+
+@pytest.fixture(scope="session")
+def mixed_truth():
+    """Exact P(g_i = 1 | y) and E[mu | y] (mu integrated out analytically)."""
+    n = Y_MIXED.size
+    cov = np.eye(n) + np.ones((n, n))
+    prec = np.linalg.inv(cov)
+    weights, mu_means = [], []
+    for g in itertools.product((0, 1), repeat=3):
+        r = Y_MIXED - X_MIXED @ np.array(g)
+        weights.append(np.exp(-0.5 * r @ prec @ r))
+        mu_means.append(r.sum() / (n + 1))
+    w = np.array(weights) / np.sum(weights)
+    return w @ all_states(3), float(w @ np.array(mu_means))

@@ -1,0 +1,219 @@
+"""ALBP and ARWM inside pm.sample: marginals against enumeration, stats, reproducibility,
+parallel chains, registration and bad input."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pymc.sampling.mcmc import assign_step_methods
+
+import pymc_discrete as pmd
+from tests.exact import all_states
+
+N_MCSE = 4.0  # marginals must lie within this many Monte Carlo standard errors
+
+
+def _sample(model, step, **kwargs):
+    kwargs = {"draws": 2000, "tune": 500, "chains": 2, "cores": 1, "random_seed": 42,
+              "progressbar": False, "compute_convergence_checks": False} | kwargs
+    with model:
+        return pm.sample(step=step, **kwargs)
+
+
+def _assert_means_within_mcse(idata, name, truth):
+    mean = idata.posterior[name].mean(("chain", "draw")).values
+    mcse = az.mcse(idata, var_names=[name])[name].values
+    assert np.all(np.abs(mean - truth) <= N_MCSE * mcse + 1e-12), (mean, truth, mcse)
+
+
+@pytest.mark.parametrize(
+    "make_step",
+    [
+        lambda m: pmd.ALBP([m["x"]], model=m),
+        lambda m: pmd.ALBP([m["x"]], weight="sqrt", model=m),
+        lambda m: pmd.ARWM([m["x"]], model=m),
+    ],
+    ids=["albp-barker", "albp-sqrt", "arwm"],
+)
+def test_marginals_of_a_coupled_model_match_enumeration(coupled_model, coupled_truth, make_step):
+    idata = _sample(coupled_model, make_step(coupled_model))
+    _assert_means_within_mcse(idata, "x", coupled_truth)
+
+
+def test_albp_next_to_nuts_matches_enumeration(mixed_model, mixed_truth):
+    g_truth, mu_truth = mixed_truth
+    idata = _sample(mixed_model, [pmd.ALBP([mixed_model["g"]], model=mixed_model)])
+    _assert_means_within_mcse(idata, "g", g_truth)
+    _assert_means_within_mcse(idata, "mu", mu_truth)
+    assert "diverging" in idata.sample_stats  # NUTS ran in the same CompoundStep
+
+
+def test_several_bernoulli_variables_form_one_block():
+    with pm.Model() as model:
+        a = pm.Bernoulli("a", 0.4, shape=2)
+        b = pm.Bernoulli("b", 0.2 + 0.5 * a[0])
+        pm.Potential("tie", 1.2 * a[1] * b - 0.5 * a[0] * a[1])
+    states = all_states(3)
+    logps = []
+    for a0, a1, b0 in states:
+        pb = 0.2 + 0.5 * a0
+        lp = np.log([0.6, 0.4][a0]) + np.log([0.6, 0.4][a1]) + np.log([1 - pb, pb][b0])
+        logps.append(lp + 1.2 * a1 * b0 - 0.5 * a0 * a1)
+    p = np.exp(np.array(logps))
+    truth = (p / p.sum()) @ states
+    step = pmd.ALBP([a, b], model=model)
+    assert step.n_sites == 3
+    idata = _sample(model, step)
+    _assert_means_within_mcse(idata, "a", truth[:2])
+    _assert_means_within_mcse(idata, "b", truth[2])
+
+
+def test_proposals_with_minus_inf_or_nan_logp_are_rejected_and_sampling_goes_on():
+    """log(1 - prod(x)) forbids the all-ones state: its logp is -inf and gradient NaN."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.7, shape=3)
+        pm.Potential("forbid", pt.log(1.0 - pt.prod(x)))
+    states = all_states(3)
+    p = np.array([0.0 if s.all() else np.prod(np.where(s == 1, 0.7, 0.3)) for s in states])
+    truth = (p / p.sum()) @ states
+    point = model.initial_point()
+    point["x"] = np.zeros(3, dtype=np.int64)
+    step = pmd.ALBP([x], model=model, initial_point=point)
+    idata = _sample(model, step, initvals={"x": np.zeros(3, dtype=np.int64)})
+    draws = idata.posterior["x"].values.reshape(-1, 3)
+    assert not draws.all(axis=1).any()
+    _assert_means_within_mcse(idata, "x", truth)
+    assert (idata.sample_stats["accepted"].values == 0).any()
+
+
+def test_sampler_stats_have_the_contract_names_and_dtypes(coupled_model):
+    idata = _sample(coupled_model, pmd.ALBP([coupled_model["x"]], model=coupled_model),
+                    draws=50, tune=50)
+    stats = idata.sample_stats
+    expected = {"accept": "float64", "accepted": "float64", "scaling": "float64",
+                "jump_distance": "int64", "n_proposed": "int64"}
+    for name, dtype in expected.items():
+        assert stats[name].dtype == np.dtype(dtype), name
+        assert stats[name].shape == (2, 50)
+    accept = stats["accept"].values
+    assert np.all((0 <= accept) & (accept <= 1))
+    assert set(np.unique(stats["accepted"].values)) <= {0.0, 1.0}
+    jumps = stats["jump_distance"].values
+    np.testing.assert_array_equal(jumps, np.where(stats["accepted"].values == 1,
+                                                  stats["n_proposed"].values, 0))
+    moved = (np.diff(idata.posterior["x"].values, axis=1) != 0).sum(axis=-1)
+    np.testing.assert_array_equal(moved, jumps[:, 1:])
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+def test_same_seed_gives_same_draws_with_one_or_two_cores(coupled_model, cls):
+    step = cls([coupled_model["x"]], model=coupled_model)
+    runs = [
+        _sample(coupled_model, step, draws=100, tune=100, cores=cores, random_seed=7)
+        for cores in (1, 1, 2)
+    ]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0].posterior["x"].values, other.posterior["x"].values)
+        np.testing.assert_array_equal(runs[0].sample_stats["scaling"].values,
+                                      other.sample_stats["scaling"].values)
+    different = _sample(coupled_model, step, draws=100, tune=100, random_seed=8)
+    assert not np.array_equal(runs[0].posterior["x"].values, different.posterior["x"].values)
+
+
+def test_parallel_chains_under_spawn(mixed_model, mixed_truth):
+    step = pmd.ALBP([mixed_model["g"]], model=mixed_model)
+    idata = _sample(mixed_model, [step], cores=2, mp_ctx="spawn", draws=1500)
+    fork = _sample(mixed_model, [step], cores=2, mp_ctx="fork", draws=1500)
+    np.testing.assert_array_equal(idata.posterior["g"].values, fork.posterior["g"].values)
+    _assert_means_within_mcse(idata, "g", mixed_truth[0])
+
+
+def test_register_makes_pm_sample_pick_albp(mixed_model, mixed_truth):
+    _, selected = assign_step_methods(mixed_model, None)
+    assert pm.BinaryGibbsMetropolis in selected
+    pmd.register()
+    try:
+        pmd.register()  # idempotent
+        assert pmd.is_registered()
+        _, selected = assign_step_methods(mixed_model, None)
+        assert selected[pmd.ALBP] == [mixed_model.rvs_to_values[mixed_model["g"]]]
+        idata = _sample(mixed_model, None, draws=1500)  # pm.sample builds ALBP itself
+        assert "jump_distance" in idata.sample_stats
+        _assert_means_within_mcse(idata, "g", mixed_truth[0])
+    finally:
+        pmd.unregister()
+    assert not pmd.is_registered()
+    _, selected = assign_step_methods(mixed_model, None)
+    assert pmd.ALBP not in selected and pm.BinaryGibbsMetropolis in selected
+
+
+def test_competence():
+    with pm.Model():
+        g = pm.Bernoulli("g", 0.5)
+        z = pm.Categorical("z", [0.2, 0.3, 0.5])
+        b = pm.Normal("b")
+    assert pmd.ALBP.competence(g, False) == pm.step_methods.compound.Competence.IDEAL
+    assert pmd.ARWM.competence(g, False) == pm.step_methods.compound.Competence.COMPATIBLE
+    for var in (z, b):
+        assert pmd.ALBP.competence(var, True) == pm.step_methods.compound.Competence.INCOMPATIBLE
+
+
+# ---- bad input -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def input_model():
+    with pm.Model() as model:
+        pm.Bernoulli("g", 0.3, shape=3)  # initial point: all zeros
+        pm.Normal("b", 0.0, 1.0)
+        pm.Categorical("z", [0.2, 0.3, 0.5])
+        pm.Potential("forbid", pt.log(1.0 - pt.prod(model["g"])))
+    return model
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+def test_continuous_variable_is_refused(input_model, cls):
+    with pytest.raises(TypeError, match="'b' is continuous"):
+        cls([input_model["b"]], model=input_model)
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+def test_categorical_variable_is_refused(input_model, cls):
+    with pytest.raises(TypeError, match="categorical.*'z'"):
+        cls([input_model["z"]], model=input_model)
+
+
+def test_unknown_weight_and_proposal_are_refused(input_model):
+    with pytest.raises(ValueError, match="Unknown weight 'linear'"):
+        pmd.ALBP([input_model["g"]], model=input_model, weight="linear")
+    with pytest.raises(ValueError, match="Unknown proposal 'hessian'"):
+        pmd.ALBP([input_model["g"]], model=input_model, proposal="hessian")
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 1.5, float("nan"), "high"])
+def test_target_accept_outside_the_unit_interval_is_refused(input_model, cls, bad):
+    with pytest.raises(ValueError, match="target_accept"):
+        cls([input_model["g"]], model=input_model, target_accept=bad)
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+def test_initial_scale_outside_one_to_n_is_refused(input_model, cls):
+    with pytest.raises(ValueError, match="initial_scale"):
+        cls([input_model["g"]], model=input_model, initial_scale=3.0)
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+def test_initial_point_with_minus_inf_logp_is_refused(input_model, cls):
+    point = input_model.initial_point()
+    point["g"] = np.ones(3, dtype=np.int64)
+    with pytest.raises(ValueError, match="-inf"):
+        cls([input_model["g"]], model=input_model, initial_point=point)
+
+
+def test_initial_point_outside_zero_one_is_refused(input_model):
+    point = input_model.initial_point()
+    point["g"] = np.array([0, 2, 1])
+    with pytest.raises(ValueError, match="outside"):
+        pmd.ALBP([input_model["g"]], model=input_model, initial_point=point)
