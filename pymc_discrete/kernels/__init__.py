@@ -8,8 +8,8 @@ from pymc_discrete.kernels.binary import (
     init_lb_state,
 )
 from pymc_discrete.kernels.common import StepInfo, probabilistic_round
-from pymc_discrete.kernels.sampling import gumbel_top_r, ordered_picks_logprob
-from pymc_discrete.kernels.weights import WEIGHT_CODES, log_balanced_weights, weight_code
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, race_top_r
+from pymc_discrete.kernels.weights import WEIGHT_CODES, balanced_weights, weight_code
 
 __all__ = [
     "BinaryLBState",
@@ -18,10 +18,10 @@ __all__ = [
     "WEIGHT_CODES",
     "albp_step",
     "arwm_step",
-    "gumbel_top_r",
     "init_lb_state",
-    "log_balanced_weights",
+    "balanced_weights",
     "ordered_picks_logprob",
     "probabilistic_round",
+    "race_top_r",
     "weight_code",
 ]

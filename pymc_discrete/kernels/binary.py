@@ -19,8 +19,8 @@ from pymc_discrete.kernels.common import (
     metropolis_accept,
     probabilistic_round,
 )
-from pymc_discrete.kernels.sampling import gumbel_top_r, ordered_picks_logprob
-from pymc_discrete.kernels.weights import log_balanced_weights
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, race_top_r
+from pymc_discrete.kernels.weights import balanced_weights
 
 __all__ = [
     "LogpAndRatios",
@@ -50,14 +50,15 @@ class BinaryLBState(NamedTuple):
     log_ratios : ndarray of float64, shape (N,)
         Local log-ratios ``d_i ~ logp(x with site i flipped) - logp(x)``, exact or a
         first-order estimate.
-    log_weights : ndarray of float64, shape (N,)
-        ``log g(exp(d_i))`` for the weight function of the chain.
+    weights : ndarray of float64, shape (N,)
+        Locally balanced weights ``g(exp(d_i))``, scaled by a per-state constant
+        (:func:`~pymc_discrete.kernels.weights.balanced_weights`).
     """
 
     x: np.ndarray
     logp: float
     log_ratios: np.ndarray
-    log_weights: np.ndarray
+    weights: np.ndarray
 
 
 class BinaryRWState(NamedTuple):
@@ -86,7 +87,7 @@ def init_lb_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> B
     x = np.asarray(x, dtype=np.int64)
     logp, ratios = logp_and_ratios(x)
     ratios = np.asarray(ratios, dtype=np.float64)
-    return BinaryLBState(x, float(logp), ratios, log_balanced_weights(ratios, code))
+    return BinaryLBState(x, float(logp), ratios, balanced_weights(ratios, code)[0])
 
 
 @numba.njit(cache=True)
@@ -119,7 +120,7 @@ def albp_step(
     scale : float
         Real-valued scale R_t >= 1.
     rng : numpy.random.Generator
-        Source of randomness (N + 2 uniforms per step).
+        Source of randomness (N exponentials and 2 uniforms per step).
     logp_and_ratios : callable
         ``y -> (logp(y), local log-ratios at y)``; called once, at the proposal.
     code : int
@@ -131,24 +132,25 @@ def albp_step(
     info : StepInfo
     """
     n = state.x.size
-    u = rng.random(n + 2)
-    r = probabilistic_round(scale, u[n], n)
-    picks = gumbel_top_r(state.log_weights, u[:n], r)
+    exponentials = rng.standard_exponential(n)
+    u = rng.random(2)
+    r = probabilistic_round(scale, u[0], n)
+    picks = race_top_r(state.weights, exponentials, r)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
-    logq_forward = ordered_picks_logprob(state.log_weights, picks, False)
+    logq_forward = ordered_picks_logprob(state.weights, picks, False)
     y = _flip(state.x, picks)
     logp_y, ratios_y = logp_and_ratios(y)
     logp_y = float(logp_y)
     ratios_y = np.asarray(ratios_y, dtype=np.float64)
-    log_weights_y = log_balanced_weights(ratios_y, code)
-    logq_reverse = ordered_picks_logprob(log_weights_y, picks, True)
+    weights_y = balanced_weights(ratios_y, code)[0]
+    logq_reverse = ordered_picks_logprob(weights_y, picks, True)
     if logp_y > -np.inf:
         log_alpha = logp_y - state.logp + logq_reverse - logq_forward
     else:  # -inf or NaN density: never accept
         log_alpha = -np.inf
-    if metropolis_accept(log_alpha, u[n + 1]):
-        new_state = BinaryLBState(y, logp_y, ratios_y, log_weights_y)
+    if metropolis_accept(log_alpha, u[1]):
+        new_state = BinaryLBState(y, logp_y, ratios_y, weights_y)
         return new_state, StepInfo(acceptance_probability(log_alpha), True, r, r)
     return state, StepInfo(acceptance_probability(log_alpha), False, r, 0)
 

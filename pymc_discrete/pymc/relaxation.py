@@ -171,6 +171,8 @@ def _own_relaxed_term(rv: Variable, relaxed_value: Variable, model) -> Variable:
     if isinstance(op, BernoulliRV):
         (p,) = op.dist_params(rv.owner)
         (p,) = model.replace_rvs_by_values([p])
+        # PyTensor stores a constant like 0.5 as float32; compute in float64
+        p = pt.cast(p, "float64")
         return relaxed_value * pt.log(p) + (1.0 - relaxed_value) * pt.log1p(-p)
     raise RelaxationError(f"no relaxation of the own term of {rv.name!r} ({type(op).__name__})")
 

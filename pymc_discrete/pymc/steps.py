@@ -271,7 +271,10 @@ class ALBP(_SiteBlockStep):
         x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
         relaxed, _ = self._logp_and_ratios(x0)
         exact = float(self.model.compile_logp(**(compile_kwargs or {}))(point))
-        if not np.isclose(relaxed, exact, rtol=1e-9, atol=1e-8):
+        # PyMC may evaluate some terms in float32 (constants such as p=0.5 are stored as
+        # float32), so agreement is required to single precision, not to the last bit; a
+        # wrong relaxation is off by O(1)
+        if not np.isclose(relaxed, exact, rtol=1e-6, atol=1e-6):
             raise RuntimeError(
                 f"the relaxed log density {relaxed!r} differs from the exact one {exact!r} at "
                 "the initial point; the model has a term this relaxation does not cover"

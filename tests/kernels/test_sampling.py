@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from pymc_discrete.kernels import (
-    gumbel_top_r,
-    log_balanced_weights,
+    balanced_weights,
     ordered_picks_logprob,
     probabilistic_round,
+    race_top_r,
     weight_code,
 )
 from tests.exact import assert_frequencies_match
@@ -27,7 +27,7 @@ def _plackett_luce(w, order):
 
 
 @pytest.mark.parametrize("r", [1, 2, 3])
-def test_gumbel_top_r_draws_ordered_picks_with_plackett_luce_probabilities(r):
+def test_race_top_r_draws_ordered_picks_with_plackett_luce_probabilities(r):
     w = np.array([0.5, 2.0, 1.0, 0.1, 3.0])
     orders = list(itertools.permutations(range(5), r))
     probs = np.array([_plackett_luce(w, o) for o in orders])
@@ -35,18 +35,18 @@ def test_gumbel_top_r_draws_ordered_picks_with_plackett_luce_probabilities(r):
     rng = np.random.default_rng(r)
     counts = np.zeros(len(orders))
     for _ in range(30_000):
-        picks = gumbel_top_r(np.log(w), rng.random(5), r)
+        picks = race_top_r(w, rng.standard_exponential(5), r)
         counts[index[tuple(picks)]] += 1
     assert_frequencies_match(counts, probs)
 
 
-def test_gumbel_top_r_never_picks_zero_weight_sites_and_refuses_too_few():
-    log_w = np.array([0.0, -np.inf, np.log(2.0), -np.inf])
+def test_race_top_r_never_picks_zero_weight_sites_and_refuses_too_few():
+    w = np.array([1.0, 0.0, 2.0, 0.0])
     rng = np.random.default_rng(0)
     for _ in range(200):
-        picks = gumbel_top_r(log_w, rng.random(4), 2)
+        picks = race_top_r(w, rng.standard_exponential(4), 2)
         assert sorted(picks) == [0, 2]
-    assert gumbel_top_r(log_w, rng.random(4), 3).size == 0
+    assert race_top_r(w, rng.standard_exponential(4), 3).size == 0
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -56,35 +56,49 @@ def test_ordered_picks_logprob_is_exact(reverse):
     for order in itertools.permutations(range(7), 3):
         picks = np.array(order, dtype=np.int64)
         expected = _plackett_luce(w, order[::-1] if reverse else order)
-        got = ordered_picks_logprob(np.log(w), picks, reverse)
+        got = ordered_picks_logprob(w / w.max(), picks, reverse)  # any common scale
         assert got == pytest.approx(math.log(expected), rel=1e-12, abs=1e-12)
 
 
-def test_ordered_picks_logprob_is_stable_over_huge_weight_ranges():
-    log_w = np.array([800.0, -800.0, 0.0, 700.0])
-    picks = np.array([3, 2], dtype=np.int64)
-    # pick 3 among {800, -800, 0, 700}: 700 - logsumexp(800, 700, 0, -800) ~ -100
-    expected = (700.0 - np.logaddexp(800.0, 700.0)) + (0.0 - 800.0)
-    assert ordered_picks_logprob(log_w, picks, False) == pytest.approx(expected, rel=1e-12)
-    assert ordered_picks_logprob(np.array([0.0, -np.inf]), np.array([1]), False) == -np.inf
+def test_ordered_picks_logprob_of_zero_weight_site_is_minus_inf():
+    assert ordered_picks_logprob(np.array([1.0, 0.0]), np.array([1]), False) == -np.inf
+    assert ordered_picks_logprob(np.array([1.0, 0.0, 3.0]), np.array([2, 1]), True) == -np.inf
 
 
 @pytest.mark.parametrize("weight", ["barker", "sqrt"])
-def test_log_weights_match_linear_formulas_and_are_locally_balanced(weight):
+def test_weights_match_linear_formulas_and_are_locally_balanced(weight):
     d = np.linspace(-30, 30, 121)
-    lw = log_balanced_weights(d, weight_code(weight))
+    w, log_scale = balanced_weights(d, weight_code(weight))
     t = np.exp(d)
     expected = t / (1 + t) if weight == "barker" else np.sqrt(t)
-    np.testing.assert_allclose(np.exp(lw), expected, rtol=1e-13)
+    np.testing.assert_allclose(w * np.exp(log_scale), expected, rtol=1e-13)
+    assert w.max() == pytest.approx(1.0)
     # g(t) = t g(1/t)  <=>  log g(e^d) = d + log g(e^-d)
-    np.testing.assert_allclose(lw, d + lw[::-1], rtol=1e-13, atol=1e-13)
+    lw = np.log(w) + log_scale
+    np.testing.assert_allclose(lw, d + lw[::-1], rtol=1e-13, atol=1e-12)
 
 
-def test_log_weights_do_not_overflow_and_map_nan_to_zero_weight():
-    lw = log_balanced_weights(np.array([2000.0, -2000.0, np.nan]), weight_code("sqrt"))
-    assert lw[0] == 1000.0 and lw[1] == -1000.0 and lw[2] == -np.inf
-    lw = log_balanced_weights(np.array([2000.0, -2000.0]), weight_code("barker"))
-    assert lw[0] == 0.0 and lw[1] == -2000.0
+@pytest.mark.parametrize("weight", ["barker", "sqrt"])
+def test_weights_do_not_overflow_and_map_nan_to_zero(weight):
+    w, log_scale = balanced_weights(np.array([2000.0, 1990.0, -2000.0, np.nan]), weight_code(weight))
+    assert np.isfinite(log_scale) and w[0] == 1.0 and w[2] == 0.0 and w[3] == 0.0
+    # sqrt: exp((1990 - 2000) / 2); barker: sigmoid(1990) / sigmoid(2000) rounds to 1
+    expected = np.exp(-5.0) if weight == "sqrt" else 1.0
+    assert w[1] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("weight", ["barker", "sqrt"])
+def test_weights_of_uniformly_tiny_ratios_are_rescaled_not_zero(weight):
+    """All moves very unfavourable: the weights keep their ratios via the scale."""
+    w, log_scale = balanced_weights(np.array([-1000.0, -1001.0]), weight_code(weight))
+    ratio = np.exp(-1.0) if weight == "barker" else np.exp(-0.5)
+    assert w[0] == 1.0 and w[1] == pytest.approx(ratio, rel=1e-10)
+    assert log_scale == pytest.approx(-1000.0 if weight == "barker" else -500.0)
+
+
+def test_weights_of_only_impossible_moves():
+    w, log_scale = balanced_weights(np.array([np.nan, -np.inf]), 0)
+    assert log_scale == -np.inf and not w.any()
 
 
 def test_unknown_weight_names_the_choices():

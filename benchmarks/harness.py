@@ -1,0 +1,162 @@
+"""Run step methods side by side on one model and measure them the same way.
+
+Every sampler runs through ``pm.sample`` with ``cores=1`` (so wall time is CPU time of
+one chain at a time) and is measured on its post-tuning draws:
+
+* ``time/draw``: sampling time (tuning included) divided by the number of iterations;
+* ``EJD``: expected jump distance, the mean number of sites that change between
+  consecutive draws;
+* ``ESS``: ArviZ bulk ESS of the log density of each draw, and the median over sites of
+  the bulk ESS of each site; ``ESS/s`` divides by the time of the post-tuning draws;
+* ``accept``: mean M-H acceptance probability after tuning (when the step reports it).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+__all__ = ["Measurement", "measure", "format_table", "machine_description"]
+
+
+@dataclass
+class Measurement:
+    """What one sampler achieved on one model."""
+
+    sampler: str
+    draws: int
+    seconds: float
+    time_per_draw_ms: float
+    ejd: float
+    ess_logp: float
+    ess_site_median: float
+    ess_logp_per_s: float
+    ess_site_per_s: float
+    accept: float
+    scale: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _logp_trace(model: pm.Model, draws: np.ndarray, name: str) -> np.ndarray:
+    """Model log density at every draw (chain, draw, *shape) of the single variable."""
+    fn = model.compile_logp()
+    point = model.initial_point()
+    out = np.empty(draws.shape[:2])
+    for c in range(draws.shape[0]):
+        for d in range(draws.shape[1]):
+            point[name] = draws[c, d]
+            out[c, d] = fn(point)
+    return out
+
+
+def measure(
+    model: pm.Model,
+    label: str,
+    make_step: Callable[[pm.Model], object],
+    *,
+    var: str = "x",
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    seed: int = 0,
+    initvals: dict | None = None,
+    warmup: int = 100,
+) -> Measurement:
+    """Sample ``model`` with the step ``make_step(model)`` and measure it.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model whose only free variable is the discrete ``var``.
+    label : str
+        Name of the sampler in the table.
+    make_step : callable
+        Builds the step method (called inside the model context).
+    var : str
+        The variable measured.
+    draws, tune, chains, seed, initvals
+        Passed to ``pm.sample`` (with ``cores=1``).
+    warmup : int
+        Tuning and draws of a discarded one-chain run made first, so that no first-call
+        cost (loading compiled functions, allocating traces) lands in the timing.
+
+    Returns
+    -------
+    Measurement
+    """
+    common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
+                  initvals=initvals)
+    with model:
+        step = make_step(model)
+        pm.sample(step=step, draws=warmup, tune=warmup, chains=1, random_seed=seed, **common)
+        start = time.perf_counter()
+        idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
+                          random_seed=seed, **common)
+        wall = time.perf_counter() - start
+    seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
+    iterations = chains * (draws + tune)
+    per_draw = seconds / iterations
+    sampling_seconds = per_draw * chains * draws
+    x = idata.posterior[var].values  # (chain, draw, *shape)
+    flat = x.reshape(chains, draws, -1).astype(float)
+    ejd = float(np.abs(np.diff(flat, axis=1)).sum(axis=-1).mean())
+    logp = _logp_trace(model, x, model.rvs_to_values[model[var]].name)
+    ess_logp = float(az.ess(logp, method="bulk"))
+    site_ess = np.asarray(az.ess(flat, method="bulk"))
+    varying = flat.std(axis=(0, 1)) > 0
+    ess_site = float(np.median(site_ess[varying])) if varying.any() else float("nan")
+    stats = idata.sample_stats
+    accept = float(stats["accept"].mean()) if "accept" in stats else float("nan")
+    scale = float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats else float("nan")
+    return Measurement(
+        sampler=label,
+        draws=chains * draws,
+        seconds=seconds,
+        time_per_draw_ms=1e3 * per_draw,
+        ejd=ejd,
+        ess_logp=ess_logp,
+        ess_site_median=ess_site,
+        ess_logp_per_s=ess_logp / sampling_seconds,
+        ess_site_per_s=ess_site / sampling_seconds,
+        accept=accept,
+        scale=scale,
+    )
+
+
+def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
+    """A markdown table of measurements, with ESS/s ratios against ``baseline``."""
+    base = next((r for r in rows if r.sampler == baseline), None)
+    head = ("| sampler | draws | seconds | ms/draw | EJD | accept | R | ESS logp | "
+            "ESS/s logp | median site ESS/s |")
+    if base is not None:
+        head += f" ESS/s logp vs {baseline} | site ESS/s vs {baseline} |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        line = (f"| {r.sampler} | {r.draws} | {r.seconds:.1f} | {r.time_per_draw_ms:.3f} | "
+                f"{r.ejd:.2f} | {r.accept:.3f} | {r.scale:.1f} | {r.ess_logp:.0f} | "
+                f"{r.ess_logp_per_s:.1f} | {r.ess_site_per_s:.1f} |")
+        if base is not None:
+            line += (f" {r.ess_logp_per_s / base.ess_logp_per_s:.1f}x | "
+                     f"{r.ess_site_per_s / base.ess_site_per_s:.1f}x |")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def machine_description() -> str:
+    """One line naming the machine the numbers came from."""
+    import os
+
+    import numba
+    import pytensor
+
+    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
+            f"Python {platform.python_version()}, PyMC {pm.__version__}, "
+            f"PyTensor {pytensor.__version__}, numba {numba.__version__}")
