@@ -1,0 +1,165 @@
+"""Core benchmark (issue: ALBP and ARWM for binary variables).
+
+1. EJD and acceptance of ALBP (Barker and sqrt weights) and ARWM after tuning, on the
+   paper's Bernoulli (N = 800, C2) and Ising (50 x 50, C2) configurations, next to the
+   values of the optimal-scaling paper (Table 1, Tables 5 and 8).
+2. On the Ising configuration: ESS per second against PyMC's BinaryGibbsMetropolis, and
+   time per draw against pm.BinaryMetropolis (one logp per draw, the floor of any M-H step).
+
+Writes ``benchmarks/RESULTS.md`` and ``benchmarks/core_ising.png``. Run with ``make bench``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pymc as pm  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pymc_discrete as pmd  # noqa: E402
+from benchmarks.harness import Measurement, format_table, machine_description, measure  # noqa: E402
+from pymc_discrete.pymc.models import bernoulli_model, ising_model  # noqa: E402
+
+COMMAND = "make bench  (python benchmarks/run_core.py)"
+#: EJD of the paper (configuration C2): Table 1 (Barker ALBP, ARWM), Tables 5 and 8 (sqrt).
+PAPER_EJD = {
+    ("Bernoulli N=800", "ALBP (barker)"): 78.63,
+    ("Bernoulli N=800", "ALBP (sqrt)"): 72.39,
+    ("Bernoulli N=800", "ARWM"): 1.70,
+    ("Ising 50x50", "ALBP (barker)"): 96.23,
+    ("Ising 50x50", "ALBP (sqrt)"): 105.43,
+    ("Ising 50x50", "ARWM"): 1.58,
+}
+TARGETS = {"ALBP (barker)": 0.574, "ALBP (sqrt)": 0.574, "ARWM": 0.234}
+SAMPLERS = {
+    "ALBP (barker)": lambda m: pmd.ALBP([m["x"]]),
+    "ALBP (sqrt)": lambda m: pmd.ALBP([m["x"]], weight="sqrt"),
+    "ARWM": lambda m: pmd.ARWM([m["x"]]),
+}
+
+
+def paper_comparison(draws: int, tune: int) -> tuple[str, list[tuple[str, Measurement]]]:
+    """Table of EJD and acceptance next to the paper's."""
+    models = {
+        "Bernoulli N=800": (bernoulli_model(800, "C2"), (800,)),
+        "Ising 50x50": (ising_model(50, "C2"), (50, 50)),
+    }
+    lines = [
+        "| model | sampler | EJD | paper EJD | EJD / paper | acceptance | target | tuned R |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for model_name, (model, shape) in models.items():
+        # the paper starts every chain from a uniformly random configuration
+        start = {"x": np.random.default_rng(0).integers(0, 2, shape)}
+        for label, make_step in SAMPLERS.items():
+            print(f"  {model_name}: {label}", flush=True)
+            r = measure(model, label, make_step, draws=draws, tune=tune, seed=1, initvals=start)
+            paper = PAPER_EJD[(model_name, label)]
+            lines.append(
+                f"| {model_name} | {label} | {r.ejd:.2f} | {paper:.2f} | {r.ejd / paper:.2f} | "
+                f"{r.accept:.3f} | {TARGETS[label]} | {r.scale:.1f} |"
+            )
+            rows.append((model_name, r))
+    return "\n".join(lines), rows
+
+
+def ising_against_pymc(draws: int, tune: int, gibbs_draws: int, gibbs_tune: int):
+    """ESS/s against BinaryGibbsMetropolis and time per draw against BinaryMetropolis."""
+    model = ising_model(50, "C2")
+    start = {"x": np.random.default_rng(0).integers(0, 2, (50, 50))}
+    runs = [
+        ("ALBP (barker)", SAMPLERS["ALBP (barker)"], draws, tune),
+        ("ALBP (sqrt)", SAMPLERS["ALBP (sqrt)"], draws, tune),
+        ("ARWM", SAMPLERS["ARWM"], draws, tune),
+        ("BinaryMetropolis", lambda m: pm.BinaryMetropolis([m["x"]]), draws, tune),
+        ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]), gibbs_draws,
+         gibbs_tune),
+    ]
+    rows = []
+    for label, make_step, n_draws, n_tune in runs:
+        print(f"  Ising 50x50: {label}", flush=True)
+        rows.append(measure(model, label, make_step, draws=n_draws, tune=n_tune, seed=2,
+                            initvals=start))
+    return rows
+
+
+def main(quick: bool = False) -> None:
+    draws, tune = (1000, 1000) if quick else (10000, 10000)
+    gibbs_draws, gibbs_tune = (100, 50) if quick else (300, 100)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print("EJD against the paper ...", flush=True)
+    paper_table, _ = paper_comparison(draws, tune)
+    print("Ising 50x50 against PyMC's samplers ...", flush=True)
+    rows = ising_against_pymc(draws, tune, gibbs_draws, gibbs_tune)
+    metropolis = next(r for r in rows if r.sampler == "BinaryMetropolis")
+    time_lines = ["| sampler | ms/draw | ms/draw vs BinaryMetropolis |", "|---|---|---|"]
+    for r in rows:
+        time_lines.append(f"| {r.sampler} | {r.time_per_draw_ms:.3f} | "
+                          f"{r.time_per_draw_ms / metropolis.time_per_draw_ms:.2f}x |")
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    labels = [r.sampler for r in rows]
+    for ax, values, ylabel in zip(
+        axes,
+        [[r.ess_logp_per_s for r in rows], [r.ess_site_per_s for r in rows],
+         [r.time_per_draw_ms for r in rows]],
+        ["ESS/s of the log density", "median site ESS/s", "ms per draw"],
+    ):
+        ax.bar(labels, values)
+        ax.set_yscale("log")
+        ax.set_ylabel(ylabel)
+        ax.tick_params(axis="x", rotation=30)
+    fig.suptitle("Ising 50x50 (C2)")
+    fig.tight_layout()
+    fig.savefig(ROOT / "benchmarks" / "core_ising.png", dpi=100)
+
+    text = f"""# Benchmark results
+
+Produced by `{COMMAND}`{' --quick' if quick else ''} on {stamp}.
+Machine: {machine_description()}.
+
+Definitions (see `benchmarks/harness.py`): every sampler runs through `pm.sample` with
+`cores=1`, 2 chains, from the same uniformly random start; EJD is the mean number of sites
+that change between consecutive post-tuning draws; ESS is ArviZ's bulk ESS of the log
+density and the median over sites of the per-site bulk ESS; ESS/s divides by the time of
+the post-tuning draws; ms/draw is sampling time over all iterations (tuning included).
+
+## EJD and acceptance against the optimal-scaling paper (configuration C2)
+
+{draws} draws after {tune} tuning draws per chain (the paper: 20,000 after 20,000 burn-in;
+ARWM moves about two sites per draw and needs thousands of draws to forget its start).
+Paper values: Table 1 (ALBP with Barker weights, ARWM) and Tables 5 and 8 (ALBP with sqrt
+weights).
+
+{paper_table}
+
+## Ising 50x50 (C2): ESS per second against PyMC's default
+
+ALBP/ARWM/BinaryMetropolis: {draws} draws after {tune} tuning per chain;
+BinaryGibbsMetropolis (one logp per site, a sweep per draw): {gibbs_draws} draws after
+{gibbs_tune}.
+
+{format_table(rows, baseline="BinaryGibbsMetropolis")}
+
+## Ising 50x50 (C2): time per draw against pm.BinaryMetropolis
+
+{chr(10).join(time_lines)}
+
+![Ising 50x50](core_ising.png)
+"""
+    (ROOT / "benchmarks" / "RESULTS.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)
