@@ -8,7 +8,7 @@ from pymc_discrete.kernels.binary import (
     init_lb_state,
 )
 from pymc_discrete.kernels.common import StepInfo, probabilistic_round
-from pymc_discrete.kernels.sampling import ordered_picks_logprob, race_top_r
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
 from pymc_discrete.kernels.weights import WEIGHT_CODES, balanced_weights, weight_code
 
 __all__ = [
@@ -22,6 +22,6 @@ __all__ = [
     "balanced_weights",
     "ordered_picks_logprob",
     "probabilistic_round",
-    "race_top_r",
+    "sample_ordered",
     "weight_code",
 ]

@@ -19,7 +19,7 @@ from pymc_discrete.kernels.common import (
     metropolis_accept,
     probabilistic_round,
 )
-from pymc_discrete.kernels.sampling import ordered_picks_logprob, race_top_r
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
 from pymc_discrete.kernels.weights import balanced_weights
 
 __all__ = [
@@ -98,6 +98,22 @@ def _flip(x: np.ndarray, picks: np.ndarray) -> np.ndarray:
     return y
 
 
+@numba.njit(cache=True)
+def _albp_forward(x, weights, r, rng):
+    """Ordered picks at x, the flipped point and the forward log-probability."""
+    picks = sample_ordered(weights, r, rng)
+    if picks.size == 0:
+        return x, picks, 0.0
+    return _flip(x, picks), picks, ordered_picks_logprob(weights, picks, False)
+
+
+@numba.njit(cache=True)
+def _albp_reverse(ratios_y, code, picks):
+    """Weights at y and the log-probability of the reverse ordered path."""
+    weights_y = balanced_weights(ratios_y, code)[0]
+    return weights_y, ordered_picks_logprob(weights_y, picks, True)
+
+
 def albp_step(
     state: BinaryLBState,
     scale: float,
@@ -120,7 +136,7 @@ def albp_step(
     scale : float
         Real-valued scale R_t >= 1.
     rng : numpy.random.Generator
-        Source of randomness (N exponentials and 2 uniforms per step).
+        Source of randomness (2 uniforms, then about R more for the ordered picks).
     logp_and_ratios : callable
         ``y -> (logp(y), local log-ratios at y)``; called once, at the proposal.
     code : int
@@ -132,19 +148,15 @@ def albp_step(
     info : StepInfo
     """
     n = state.x.size
-    exponentials = rng.standard_exponential(n)
     u = rng.random(2)
     r = probabilistic_round(scale, u[0], n)
-    picks = race_top_r(state.weights, exponentials, r)
+    y, picks, logq_forward = _albp_forward(state.x, state.weights, r, rng)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
-    logq_forward = ordered_picks_logprob(state.weights, picks, False)
-    y = _flip(state.x, picks)
     logp_y, ratios_y = logp_and_ratios(y)
     logp_y = float(logp_y)
     ratios_y = np.asarray(ratios_y, dtype=np.float64)
-    weights_y = balanced_weights(ratios_y, code)[0]
-    logq_reverse = ordered_picks_logprob(weights_y, picks, True)
+    weights_y, logq_reverse = _albp_reverse(ratios_y, code, picks)
     if logp_y > -np.inf:
         log_alpha = logp_y - state.logp + logq_reverse - logq_forward
     else:  # -inf or NaN density: never accept

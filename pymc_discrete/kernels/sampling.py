@@ -5,26 +5,28 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["race_top_r", "ordered_picks_logprob"]
+__all__ = ["sample_ordered", "ordered_picks_logprob"]
 
 
 @numba.njit(cache=True)
-def race_top_r(weights: np.ndarray, exponentials: np.ndarray, r: int) -> np.ndarray:
+def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     """Draw ``r`` distinct sites in order, each with probability proportional to its weight
-    among the sites not yet drawn.
+    among the sites not yet drawn (ordered sampling without replacement, Plackett-Luce).
 
-    Exponential race: site i "arrives" at ``E_i / w_i`` with ``E_i ~ Exp(1)``; the order of
-    the first ``r`` arrivals is exactly the ordered draw without replacement (equivalently,
-    the top r of ``log w + Gumbel``). O(N) selection plus O(r log r) for the final sort.
+    Each draw inverts the cumulative weights of all sites (binary search) and is redrawn
+    if it lands on a site already drawn: exactly a draw from the remaining sites. When
+    the drawn sites hold more than half the weight the cumulative sums are rebuilt over
+    the remaining sites, so a draw never needs more than two tries on average. Cost
+    O(N + r log N), with r + (retries) uniforms from ``rng``.
 
     Parameters
     ----------
     weights : ndarray of float64, shape (N,)
         Non-negative weights (any common scale); zero marks sites that may not be drawn.
-    exponentials : ndarray of float64, shape (N,)
-        Independent standard exponential draws.
     r : int
         Number of sites to draw, ``1 <= r <= N``.
+    rng : numpy.random.Generator
+        Source of the uniforms (numba draws from the same stream as numpy would).
 
     Returns
     -------
@@ -33,25 +35,35 @@ def race_top_r(weights: np.ndarray, exponentials: np.ndarray, r: int) -> np.ndar
         positive weight (no such ordered draw exists).
     """
     n = weights.size
-    arrival = np.empty(n)
+    cumulative = np.empty(n)
+    total = 0.0
     n_positive = 0
     for i in range(n):
+        total += weights[i]
+        cumulative[i] = total
         if weights[i] > 0.0:
-            arrival[i] = exponentials[i] / weights[i]
             n_positive += 1
-        else:
-            arrival[i] = np.inf
     if n_positive < r:
         return np.empty(0, np.int64)
-    threshold = np.partition(arrival, r - 1)[r - 1] if r < n else np.inf
     picks = np.empty(r, np.int64)
-    m = 0
-    for i in range(n):
-        if arrival[i] <= threshold and m < r:
-            picks[m] = i
-            m += 1
-    order = np.argsort(arrival[picks])
-    return picks[order]
+    drawn = np.zeros(n, np.bool_)
+    drawn_weight = 0.0
+    for j in range(r):
+        if drawn_weight > 0.5 * total:
+            total = 0.0
+            for i in range(n):
+                if not drawn[i]:
+                    total += weights[i]
+                cumulative[i] = total
+            drawn_weight = 0.0
+        while True:
+            site = np.searchsorted(cumulative, rng.random() * total, side="right")
+            if site < n and weights[site] > 0.0 and not drawn[site]:
+                break
+        drawn[site] = True
+        picks[j] = site
+        drawn_weight += weights[site]
+    return picks
 
 
 @numba.njit(cache=True)

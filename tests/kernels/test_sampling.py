@@ -12,7 +12,7 @@ from pymc_discrete.kernels import (
     balanced_weights,
     ordered_picks_logprob,
     probabilistic_round,
-    race_top_r,
+    sample_ordered,
     weight_code,
 )
 from tests.exact import assert_frequencies_match
@@ -27,7 +27,7 @@ def _plackett_luce(w, order):
 
 
 @pytest.mark.parametrize("r", [1, 2, 3])
-def test_race_top_r_draws_ordered_picks_with_plackett_luce_probabilities(r):
+def test_sample_ordered_draws_with_plackett_luce_probabilities(r):
     w = np.array([0.5, 2.0, 1.0, 0.1, 3.0])
     orders = list(itertools.permutations(range(5), r))
     probs = np.array([_plackett_luce(w, o) for o in orders])
@@ -35,18 +35,32 @@ def test_race_top_r_draws_ordered_picks_with_plackett_luce_probabilities(r):
     rng = np.random.default_rng(r)
     counts = np.zeros(len(orders))
     for _ in range(30_000):
-        picks = race_top_r(w, rng.standard_exponential(5), r)
+        picks = sample_ordered(w, r, rng)
         counts[index[tuple(picks)]] += 1
     assert_frequencies_match(counts, probs)
 
 
-def test_race_top_r_never_picks_zero_weight_sites_and_refuses_too_few():
+def test_sample_ordered_never_picks_zero_weight_sites_and_refuses_too_few():
     w = np.array([1.0, 0.0, 2.0, 0.0])
     rng = np.random.default_rng(0)
     for _ in range(200):
-        picks = race_top_r(w, rng.standard_exponential(4), 2)
+        picks = sample_ordered(w, 2, rng)
         assert sorted(picks) == [0, 2]
-    assert race_top_r(w, rng.standard_exponential(4), 3).size == 0
+    assert sample_ordered(w, 3, rng).size == 0
+
+
+def test_sample_ordered_with_weight_concentrated_on_few_sites_rebuilds_and_stays_exact():
+    """Two sites hold almost all the weight: after they are drawn the cumulative sums are
+    rebuilt; the order of the remaining draws still follows Plackett-Luce."""
+    w = np.array([1000.0, 500.0, 1.0, 2.0, 3.0])
+    orders = list(itertools.permutations(range(5), 4))
+    probs = np.array([_plackett_luce(w, o) for o in orders])
+    index = {o: k for k, o in enumerate(orders)}
+    rng = np.random.default_rng(9)
+    counts = np.zeros(len(orders))
+    for _ in range(30_000):
+        counts[index[tuple(sample_ordered(w, 4, rng))]] += 1
+    assert_frequencies_match(counts, probs)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
