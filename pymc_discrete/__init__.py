@@ -6,10 +6,12 @@
 ...     step = pmd.ALBP([g])  # doctest: +SKIP
 """
 
+from pymc_discrete import pymc as _glue
 from pymc_discrete.pymc import (
     ALBP,
     ARWM,
     RelaxationError,
+    RelaxationWarning,
     is_registered,
     register,
     unregister,
@@ -17,4 +19,4 @@ from pymc_discrete.pymc import (
 
 __version__ = "0.1.0"
 
-__all__ = ["ALBP", "ARWM", "RelaxationError", "is_registered", "register", "unregister"]
+__all__ = list(_glue.__all__)

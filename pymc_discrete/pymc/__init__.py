@@ -2,6 +2,14 @@
 
 from pymc_discrete.pymc.register import is_registered, register, unregister
 from pymc_discrete.pymc.relaxation import RelaxationError
-from pymc_discrete.pymc.steps import ALBP, ARWM
+from pymc_discrete.pymc.steps import ALBP, ARWM, RelaxationWarning
 
-__all__ = ["ALBP", "ARWM", "RelaxationError", "is_registered", "register", "unregister"]
+__all__ = [
+    "ALBP",
+    "ARWM",
+    "RelaxationError",
+    "RelaxationWarning",
+    "is_registered",
+    "register",
+    "unregister",
+]

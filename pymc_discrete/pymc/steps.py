@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
 
 import numpy as np
 from pymc.blocking import RaveledVars, StatsType
@@ -24,6 +24,8 @@ from pymc_discrete.kernels.binary import (
 from pymc_discrete.kernels.common import StepInfo
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.compiled import compile_exact_logp, compile_logp_and_ratios
+from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.relaxation import RelaxationError
 from pymc_discrete.pymc.validation import (
     check_binary_block,
     check_choice,
@@ -31,7 +33,11 @@ from pymc_discrete.pymc.validation import (
     check_unit_interval,
 )
 
-__all__ = ["ALBP", "ARWM", "max_scale"]
+__all__ = ["ALBP", "ARWM", "RelaxationWarning", "max_scale"]
+
+
+class RelaxationWarning(UserWarning):
+    """The gradient proposal was unavailable and the step fell back to exact ratios."""
 
 
 def max_scale(n_sites: int) -> float:
@@ -91,7 +97,7 @@ class _SiteBlockStep(ArrayStepShared):
         self.adapter = ScaleAdapter(
             self.target_accept, initial_scale, 1.0, max_scale(self.n_sites), adapt=adapt
         )
-        check_initial_point(model, initial_point, value_vars)
+        self._initial_logp = check_initial_point(model, initial_point, value_vars)
         self.tune = True
         self._n_tune: int | None = None
         self._state = None
@@ -193,9 +199,16 @@ class ALBP(_SiteBlockStep):
         Locally balanced function: ``t / (1 + t)`` or ``sqrt(t)``.
     target_accept : float
         Acceptance rate R is tuned toward, in (0, 1).
-    proposal : {"gradient"}
-        How local log-ratios are obtained: a first-order estimate from the gradient of
-        the relaxed log density.
+    proposal : {"gradient", "exact"}
+        How the local log-ratios ``log pi(x with site i flipped) - log pi(x)`` are
+        obtained. ``"gradient"``: a first-order estimate from one gradient of a continuous
+        relaxation of the model (exact for log densities multilinear in the sites, such as
+        Bernoulli priors and pairwise couplings; first-order only for, e.g., a Gaussian
+        likelihood of a linear function of the sites). ``"exact"``: every ratio exactly,
+        from one batched call of the model's elementwise terms per draw (sites that share
+        no term are flipped together, so the cost is linear in N when interactions are
+        sparse). If the model cannot be relaxed, ``"gradient"`` falls back to ``"exact"``
+        with a :class:`RelaxationWarning` naming the operation.
     initial_scale : float
         R at the start of tuning, between 1 and half the number of sites.
     adapt : bool
@@ -208,6 +221,13 @@ class ALBP(_SiteBlockStep):
     ----------
     scale : float
         The current R.
+    proposal : str
+        The proposal in use (``"exact"`` after a fallback).
+    fallback_reason : str or None
+        Why the gradient proposal was unavailable, if it was.
+    ratios_are_exact : bool
+        Whether the proposal's local log-ratios equal the exact ones at the initial point
+        (checked on up to 200 sites at construction).
 
     Notes
     -----
@@ -242,7 +262,8 @@ class ALBP(_SiteBlockStep):
         blocked: bool = True,
     ) -> None:
         self.weight = check_choice("weight", weight, ("barker", "sqrt"))
-        self.proposal = check_choice("proposal", proposal, ("gradient",))
+        self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
+        self.fallback_reason: str | None = None
         self._code = weight_code(self.weight)
         super().__init__(
             vars,
@@ -254,23 +275,41 @@ class ALBP(_SiteBlockStep):
             rng=rng,
             blocked=blocked,
         )
-        self._logp_and_ratios = compile_logp_and_ratios(
-            self.model, self.vars, self.shapes, self._shared_vars(), compile_kwargs
-        )
-        self._check_relaxation(compile_kwargs)
+        shared = self._shared_vars()
+        if self.proposal == "gradient":
+            try:
+                self._logp_and_ratios = compile_logp_and_ratios(
+                    self.model, self.vars, self.shapes, shared, compile_kwargs
+                )
+            except RelaxationError as err:
+                self.fallback_reason = str(err)
+                self.proposal = "exact"
+                warnings.warn(
+                    f"ALBP cannot use gradient proposals for {self.var_names}: {err}. "
+                    "Falling back to proposal='exact'.",
+                    RelaxationWarning,
+                    stacklevel=2,
+                )
+            else:
+                self._check_relaxation()
+        if self.proposal == "exact":
+            self._logp_and_ratios = ExactRatios(
+                self.model, self.vars, self._initial_point, shared, compile_kwargs
+            )
+        self.ratios_are_exact = self._ratios_match_flips()
 
     def _shared_vars(self) -> dict:
         name_to_value = {v.name: v for v in self.model.value_vars}
         return {name_to_value[name]: s for name, s in self.shared.items()}
 
-    def _check_relaxation(self, compile_kwargs: dict | None) -> None:
+    def _check_relaxation(self) -> None:
         """The relaxed logp must equal the exact logp at the (integer) initial point."""
         point = self._initial_point
         for name, s in self.shared.items():
             s.set_value(point[name])
         x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
         relaxed, _ = self._logp_and_ratios(x0)
-        exact = float(self.model.compile_logp(**(compile_kwargs or {}))(point))
+        exact = self._initial_logp
         # PyMC may evaluate some terms in float32 (constants such as p=0.5 are stored as
         # float32), so agreement is required to single precision, not to the last bit; a
         # wrong relaxation is off by O(1)
@@ -279,6 +318,37 @@ class ALBP(_SiteBlockStep):
                 f"the relaxed log density {relaxed!r} differs from the exact one {exact!r} at "
                 "the initial point; the model has a term this relaxation does not cover"
             )
+
+    def _ratios_match_flips(self, max_sites: int = 200) -> bool:
+        """Compare the proposal's log-ratios with single flips (exact log densities) at the
+        initial point, and again with the other continuous variables moved to random
+        values (a coefficient at exactly 0 can make a first-order estimate look exact)."""
+        point = self._initial_point
+        rng = np.random.default_rng(0)
+        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+        sites = np.arange(x0.size)
+        if x0.size > max_sites:
+            sites = np.sort(rng.choice(x0.size, max_sites, replace=False))
+        try:
+            for perturb in (False, True):
+                for name, s in self.shared.items():
+                    value = np.asarray(point[name])
+                    if perturb and np.issubdtype(value.dtype, np.floating):
+                        value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
+                    s.set_value(value)
+                logp0, ratios = self._logp_and_ratios(x0)
+                for i in sites:
+                    y = x0.copy()
+                    y[i] = 1 - y[i]
+                    flip = self._logp_and_ratios(y)[0] - logp0
+                    if not np.isclose(ratios[i], flip, rtol=1e-7, atol=1e-7) and not (
+                        np.isneginf(flip) and np.isneginf(ratios[i])
+                    ):
+                        return False
+            return True
+        finally:
+            for name, s in self.shared.items():
+                s.set_value(point[name])
 
     def _init_state(self, x: np.ndarray) -> BinaryLBState:
         return init_lb_state(x, self._logp_and_ratios, self._code)

@@ -65,7 +65,9 @@ def check_binary_block(model, value_vars: Sequence[Variable], step_name: str) ->
         )
 
 
-def check_initial_point(model, point: dict[str, np.ndarray], value_vars: Sequence[Variable]) -> None:
+def check_initial_point(
+    model, point: dict[str, np.ndarray], value_vars: Sequence[Variable]
+) -> float:
     """Raise ValueError if the block's values are not 0/1 or the model's logp is not finite.
 
     Parameters
@@ -75,6 +77,11 @@ def check_initial_point(model, point: dict[str, np.ndarray], value_vars: Sequenc
         The initial point.
     value_vars : sequence of Variable
         The block.
+
+    Returns
+    -------
+    float
+        The model's log density at the point (the sum of its terms).
     """
     for value in value_vars:
         values = np.asarray(point[value.name])
@@ -83,7 +90,7 @@ def check_initial_point(model, point: dict[str, np.ndarray], value_vars: Sequenc
                 f"initial point of {value.name!r} has values outside {{0, 1}}: "
                 f"{np.unique(values[~np.isin(values, (0, 1))])[:5]}"
             )
-    point_logps = model.point_logps(point)
+    point_logps = model.point_logps(point, round_vals=12)
     bad = [name for name, lp in point_logps.items() if not np.isfinite(lp)]
     if bad:
         raise ValueError(
@@ -91,3 +98,4 @@ def check_initial_point(model, point: dict[str, np.ndarray], value_vars: Sequenc
             + ", ".join(f"{name}={point_logps[name]}" for name in bad)
             + "); choose initvals where the model has positive probability"
         )
+    return float(sum(point_logps.values()))

@@ -27,7 +27,15 @@ from tests.exact import (
     state_index,
     target_distribution,
 )
-from tests.targets import forbidden_state_target, gaussian_target, ising_target
+from tests.targets import exact_ratios, forbidden_state_target, gaussian_target, ising_target
+
+
+def _with_exact_ratios(base):
+    def target(x):
+        return base(x)[0], exact_ratios(base, x)
+
+    return target
+
 
 TARGETS = {
     "ising5": (ising_target(5, 0), 5),
@@ -35,6 +43,7 @@ TARGETS = {
     "gaussian4": (gaussian_target(4, 2), 4),
     "gaussian6": (gaussian_target(6, 3), 6),
     "forbidden4": (forbidden_state_target(4, 4), 4),
+    "gaussian5-exact-ratios": (_with_exact_ratios(gaussian_target(5, 5)), 5),
 }
 N_REPEATS = 20_000
 
@@ -97,6 +106,8 @@ def _albp_counts(target, n, x0, scale, weight, seed):
         ("gaussian4", "barker", 2, [1, 0, 0, 1]),
         ("forbidden4", "barker", 1, [1, 1, 1, 0]),
         ("forbidden4", "sqrt", 3, [0, 1, 0, 0]),
+        ("gaussian5-exact-ratios", "barker", 2, [1, 0, 1, 0, 0]),
+        ("gaussian5-exact-ratios", "sqrt", 3, [0, 1, 1, 0, 1]),
     ],
 )
 def test_albp_kernel_matches_its_matrix(name, weight, r, x0):

@@ -9,6 +9,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
+from pymc_discrete.pymc.compiled import compile_logp_and_ratios
 from tests.exact import all_states
 
 
@@ -92,11 +93,17 @@ def test_integer_arithmetic_on_the_values_is_relaxed():
     ],
 )
 def test_unrelaxable_models_get_an_error_naming_the_operation(build, op):
-    with pm.Model():
-        g = pm.Bernoulli("g", 0.5, shape=3)
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.3, shape=3)
         pm.Potential("term", build(g))
-        with pytest.raises(pmd.RelaxationError, match=op):
-            pmd.ALBP([g])
+    value = model.rvs_to_values[g]
+    with pytest.raises(pmd.RelaxationError, match=op):
+        compile_logp_and_ratios(model, [value], [(3,)], {})
+    # the step falls back to exact ratios and says why, naming the operation
+    with pytest.warns(pmd.RelaxationWarning, match=op):
+        step = pmd.ALBP([g], model=model)
+    assert step.proposal == "exact" and op in step.fallback_reason
+    assert step.ratios_are_exact
 
 
 def test_arwm_needs_no_relaxation():
