@@ -26,6 +26,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_core.py
+	$(PY) benchmarks/run_exact.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

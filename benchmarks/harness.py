@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import platform
 import time
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -22,7 +23,13 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
-__all__ = ["Measurement", "measure", "format_table", "machine_description"]
+__all__ = [
+    "Measurement",
+    "format_table",
+    "machine_description",
+    "measure",
+    "write_section",
+]
 
 
 @dataclass
@@ -160,3 +167,37 @@ def machine_description() -> str:
     return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
             f"Python {platform.python_version()}, PyMC {pm.__version__}, "
             f"PyTensor {pytensor.__version__}, numba {numba.__version__}")
+
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+HEADER = """# Benchmark results
+
+Every section below is written by one script of `benchmarks/` (named in the section) and
+carries the command and the machine that produced its numbers. `make bench` reruns them all.
+"""
+
+
+def write_section(name: str, body: str, path: Path = RESULTS) -> None:
+    """Replace (or append) the section ``name`` of RESULTS.md, leaving the others alone.
+
+    Parameters
+    ----------
+    name : str
+        Section key (one per benchmark script).
+    body : str
+        Markdown of the section, starting with its heading.
+    path : Path
+        The results file.
+    """
+    begin, end = f"<!-- begin:{name} -->", f"<!-- end:{name} -->"
+    text = path.read_text() if path.exists() else HEADER
+    if not text.startswith("# Benchmark results\n\nEvery section"):
+        text = HEADER  # an old single-report file: start the sectioned layout afresh
+    block = f"{begin}\n{body.strip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        tail = rest.split(end, 1)[1]
+        text = head + block + tail
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text)

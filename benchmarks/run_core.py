@@ -6,7 +6,8 @@
 2. On the Ising configuration: ESS per second against PyMC's BinaryGibbsMetropolis, and
    time per draw against pm.BinaryMetropolis (one logp per draw, the floor of any M-H step).
 
-Writes ``benchmarks/RESULTS.md`` and ``benchmarks/core_ising.png``. Run with ``make bench``.
+Writes its section of ``benchmarks/RESULTS.md`` and ``benchmarks/core_ising.png``. Run
+with ``make bench``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import Measurement, format_table, machine_description, measure  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    Measurement,
+    format_table,
+    machine_description,
+    measure,
+    write_section,
+)
 from pymc_discrete.pymc.models import bernoulli_model, ising_model  # noqa: E402
 
 COMMAND = "make bench  (python benchmarks/run_core.py)"
@@ -123,7 +130,7 @@ def main(quick: bool = False) -> None:
     fig.tight_layout()
     fig.savefig(ROOT / "benchmarks" / "core_ising.png", dpi=100)
 
-    text = f"""# Benchmark results
+    text = f"""## Core: ALBP and ARWM on the paper's configurations
 
 Produced by `{COMMAND}`{' --quick' if quick else ''} on {stamp}.
 Machine: {machine_description()}.
@@ -134,7 +141,7 @@ that change between consecutive post-tuning draws; ESS is ArviZ's bulk ESS of th
 density and the median over sites of the per-site bulk ESS; ESS/s divides by the time of
 the post-tuning draws; ms/draw is sampling time over all iterations (tuning included).
 
-## EJD and acceptance against the optimal-scaling paper (configuration C2)
+### EJD and acceptance against the optimal-scaling paper (configuration C2)
 
 {draws} draws after {tune} tuning draws per chain (the paper: 20,000 after 20,000 burn-in;
 ARWM moves about two sites per draw and needs thousands of draws to forget its start).
@@ -143,7 +150,7 @@ weights).
 
 {paper_table}
 
-## Ising 50x50 (C2): ESS per second against PyMC's default
+### Ising 50x50 (C2): ESS per second against PyMC's default
 
 ALBP/ARWM/BinaryMetropolis: {draws} draws after {tune} tuning per chain;
 BinaryGibbsMetropolis (one logp per site, a sweep per draw): {gibbs_draws} draws after
@@ -151,13 +158,13 @@ BinaryGibbsMetropolis (one logp per site, a sweep per draw): {gibbs_draws} draws
 
 {format_table(rows, baseline="BinaryGibbsMetropolis")}
 
-## Ising 50x50 (C2): time per draw against pm.BinaryMetropolis
+### Ising 50x50 (C2): time per draw against pm.BinaryMetropolis
 
 {chr(10).join(time_lines)}
 
 ![Ising 50x50](core_ising.png)
 """
-    (ROOT / "benchmarks" / "RESULTS.md").write_text(text)
+    write_section("core", text)
     print(text)
 
 

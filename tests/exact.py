@@ -35,12 +35,17 @@ def balancing(t: float, weight: str) -> float:
     raise ValueError(weight)
 
 
-def target_distribution(target: Target, n: int) -> np.ndarray:
-    """Normalised probabilities of every state (0 where logp is -inf or NaN)."""
-    logps = np.array([target(x)[0] for x in all_states(n)])
+def distribution_over(target: Target, states: np.ndarray) -> np.ndarray:
+    """Normalised probabilities of the rows of ``states`` (0 where logp is -inf or NaN)."""
+    logps = np.array([target(x)[0] for x in states])
     logps = np.where(np.isfinite(logps), logps, -np.inf)
     p = np.exp(logps - logps.max())
     return p / p.sum()
+
+
+def target_distribution(target: Target, n: int) -> np.ndarray:
+    """Normalised probabilities of every binary state."""
+    return distribution_over(target, all_states(n))
 
 
 def _site_weights(target: Target, x: np.ndarray, weight: str) -> np.ndarray:
@@ -125,3 +130,96 @@ def assert_frequencies_match(counts: np.ndarray, probs: np.ndarray, n_se: float 
         f"states {np.flatnonzero(bad)}: frequency {freq[bad]} vs probability {probs[bad]} "
         f"(standard error {se[bad]})"
     )
+
+
+# ---- categorical sites -----------------------------------------------------------------
+def categorical_states(ks) -> np.ndarray:
+    """Every point of prod_i {0..K_i - 1} as rows (site 0 varies slowest)."""
+    return np.array(list(itertools.product(*[range(k) for k in ks])), dtype=np.int64)
+
+
+def categorical_index(x, ks) -> int:
+    """Row of ``x`` in :func:`categorical_states`."""
+    index = 0
+    for v, k in zip(x, ks):
+        index = index * k + int(v)
+    return index
+
+
+def categorical_distribution(target, ks) -> np.ndarray:
+    """Normalised probabilities of every categorical state."""
+    return distribution_over(target, categorical_states(ks))
+
+
+def _table_weights(target, x, weight):
+    _, table = target(x)
+    w = np.zeros(table.shape)
+    for i in range(table.shape[0]):
+        for c in range(table.shape[1]):
+            d = table[i, c]
+            if np.isfinite(d):
+                w[i, c] = balancing(math.exp(d), weight)
+    return w
+
+
+def categorical_albp_matrix(target, ks, r: int, weight: str) -> np.ndarray:
+    """Transition matrix of LBP-R on categorical sites: R ordered sites by site weight,
+    a new value within each site by weight, exact reverse path."""
+    states = categorical_states(ks)
+    pi = categorical_distribution(target, ks)
+    size = len(states)
+    n = len(ks)
+    P = np.zeros((size, size))
+    for a, x in enumerate(states):
+        if pi[a] == 0.0:
+            P[a, a] = 1.0
+            continue
+        w_x = _table_weights(target, x, weight)
+        site_x = w_x.sum(axis=1)
+        for order in itertools.permutations(range(n), r):
+            q_sites = _path_probability(site_x, order)
+            if q_sites == 0.0:
+                continue
+            for values in itertools.product(*[range(ks[i]) for i in order]):
+                if any(v == x[i] for v, i in zip(values, order)):
+                    continue
+                q_forward = q_sites * np.prod([w_x[i, v] / site_x[i] for v, i in zip(values, order)])
+                if q_forward == 0.0:
+                    continue
+                y = x.copy()
+                y[list(order)] = values
+                b = categorical_index(y, ks)
+                if pi[b] == 0.0:
+                    continue
+                w_y = _table_weights(target, y, weight)
+                site_y = w_y.sum(axis=1)
+                q_reverse = _path_probability(site_y, order[::-1]) * np.prod(
+                    [w_y[i, x[i]] / site_y[i] for i in order]
+                )
+                accept = min(1.0, pi[b] * q_reverse / (pi[a] * q_forward))
+                P[a, b] += q_forward * accept
+        P[a, a] += 1.0 - P[a].sum()
+    return P
+
+
+def categorical_arwm_matrix(target, ks, r: int) -> np.ndarray:
+    """Transition matrix of RWM-R on categorical sites (uniform other values)."""
+    states = categorical_states(ks)
+    pi = categorical_distribution(target, ks)
+    size = len(states)
+    n = len(ks)
+    P = np.zeros((size, size))
+    for a, x in enumerate(states):
+        if pi[a] == 0.0:
+            P[a, a] = 1.0
+            continue
+        for sites in itertools.combinations(range(n), r):
+            choices = [[v for v in range(ks[i]) if v != x[i]] for i in sites]
+            q = 1.0 / math.comb(n, r) / np.prod([len(c) for c in choices])
+            for values in itertools.product(*choices):
+                y = x.copy()
+                y[list(sites)] = values
+                b = categorical_index(y, ks)
+                P[a, b] += q * min(1.0, pi[b] / pi[a])
+        P[a, a] += 1.0 - P[a].sum()
+    return P

@@ -61,3 +61,40 @@ def exact_ratios(target, x):
         y[i] = 1 - y[i]
         out[i] = target(y)[0] - f0
     return out
+
+
+def potts_target(ks, seed: int, exact: bool = True):
+    """Categorical sites with fields h[i, c] and pairwise couplings J[i, j] * [x_i == x_j]
+    plus a table interaction between sites 0 and 1. Returns ``x -> (logp, (N, K) table)``
+    with NaN at the current values and -inf at padded categories; with ``exact=False`` the
+    table is the exact one plus a deterministic distortion (an inexact estimate, as a
+    gradient would give)."""
+    rng = np.random.default_rng(seed)
+    n, kmax = len(ks), max(ks)
+    h = rng.normal(0.0, 0.8, (n, kmax))
+    J = np.triu(rng.normal(0.0, 0.7, (n, n)), 1)
+    J = J + J.T
+    table01 = rng.normal(0.0, 0.5, (ks[0], ks[1]))
+
+    def logp(x):
+        lp = sum(h[i, x[i]] for i in range(n))
+        lp += sum(J[i, j] * (x[i] == x[j]) for i in range(n) for j in range(i + 1, n))
+        return float(lp + table01[x[0], x[1]])
+
+    def target(x):
+        x = np.asarray(x)
+        base = logp(x)
+        table = np.full((n, kmax), -np.inf)
+        for i in range(n):
+            for c in range(ks[i]):
+                if c == x[i]:
+                    table[i, c] = np.nan
+                    continue
+                y = x.copy()
+                y[i] = c
+                table[i, c] = logp(y) - base
+                if not exact:
+                    table[i, c] += 0.3 * np.sin(3.0 * c + i + x.sum())
+        return base, table
+
+    return target

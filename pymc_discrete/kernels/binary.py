@@ -15,9 +15,9 @@ import numpy as np
 
 from pymc_discrete.kernels.common import (
     StepInfo,
-    acceptance_probability,
-    metropolis_accept,
+    metropolis_hastings,
     probabilistic_round,
+    step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
 from pymc_discrete.kernels.weights import balanced_weights
@@ -157,14 +157,8 @@ def albp_step(
     logp_y = float(logp_y)
     ratios_y = np.asarray(ratios_y, dtype=np.float64)
     weights_y, logq_reverse = _albp_reverse(ratios_y, code, picks)
-    if logp_y > -np.inf:
-        log_alpha = logp_y - state.logp + logq_reverse - logq_forward
-    else:  # -inf or NaN density: never accept
-        log_alpha = -np.inf
-    if metropolis_accept(log_alpha, u[1]):
-        new_state = BinaryLBState(y, logp_y, ratios_y, weights_y)
-        return new_state, StepInfo(acceptance_probability(log_alpha), True, r, r)
-    return state, StepInfo(acceptance_probability(log_alpha), False, r, 0)
+    accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u[1])
+    return step_result(state, BinaryLBState(y, logp_y, ratios_y, weights_y), accepted, prob, r)
 
 
 def arwm_step(
@@ -200,7 +194,5 @@ def arwm_step(
     picks = rng.choice(n, size=r, replace=False)
     y = _flip(state.x, picks)
     logp_y = float(logp(y))
-    log_alpha = logp_y - state.logp if logp_y > -np.inf else -np.inf
-    if metropolis_accept(log_alpha, u[1]):
-        return BinaryRWState(y, logp_y), StepInfo(acceptance_probability(log_alpha), True, r, r)
-    return state, StepInfo(acceptance_probability(log_alpha), False, r, 0)
+    accepted, prob = metropolis_hastings(state.logp, logp_y, 0.0, u[1])
+    return step_result(state, BinaryRWState(y, logp_y), accepted, prob, r)

@@ -9,8 +9,10 @@ import numpy as np
 
 __all__ = [
     "StepInfo",
-    "probabilistic_round",
     "acceptance_probability",
+    "metropolis_hastings",
+    "probabilistic_round",
+    "step_result",
 ]
 
 
@@ -97,3 +99,37 @@ def metropolis_accept(log_alpha: float, u: float) -> bool:
     if not (log_alpha > -math.inf):  # also False for NaN
         return False
     return bool(np.log(u) < log_alpha)
+
+
+def metropolis_hastings(
+    logp_current: float, logp_proposal: float, log_q_ratio: float, u: float
+) -> tuple[bool, float]:
+    """Decide a Metropolis-Hastings step.
+
+    Parameters
+    ----------
+    logp_current, logp_proposal : float
+        Log densities of the current point and of the proposal (-inf or NaN rejects).
+    log_q_ratio : float
+        ``log q(y -> x) - log q(x -> y)`` (0 for a symmetric proposal).
+    u : float
+        A uniform draw on [0, 1).
+
+    Returns
+    -------
+    accepted : bool
+    accept_prob : float
+        ``min(1, exp(log_alpha))``.
+    """
+    if logp_proposal > -math.inf:
+        log_alpha = logp_proposal - logp_current + log_q_ratio
+    else:
+        log_alpha = -math.inf
+    return metropolis_accept(log_alpha, u), acceptance_probability(log_alpha)
+
+
+def step_result(current, proposed, accepted: bool, accept_prob: float, n_proposed: int):
+    """The new state and the :class:`StepInfo` of a step that changed ``n_proposed`` sites."""
+    if accepted:
+        return proposed, StepInfo(accept_prob, True, n_proposed, n_proposed)
+    return current, StepInfo(accept_prob, False, n_proposed, 0)

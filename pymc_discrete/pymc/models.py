@@ -8,9 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
 
-__all__ = ["BERNOULLI_CONFIGS", "ISING_CONFIGS", "bernoulli_model", "ising_fields", "ising_model"]
+__all__ = [
+    "BERNOULLI_CONFIGS",
+    "ISING_CONFIGS",
+    "bernoulli_model",
+    "binarised_digits",
+    "fhmm_model",
+    "ising_fields",
+    "ising_model",
+    "rbm_model",
+    "train_rbm",
+]
 
 #: p_i ~ U[low, high] for the Bernoulli configurations C1-C3 (Appendix D.1).
 BERNOULLI_CONFIGS: dict[str, tuple[float, float]] = {
@@ -118,3 +129,120 @@ def ising_logp(x: np.ndarray, alpha: np.ndarray, lam: float) -> float:
 
 
 
+
+
+def fhmm_model(
+    length: int = 1000, chains: int = 5, sigma2: float = 1.0, seed: int = 0
+) -> pm.Model:
+    """Posterior of a factorial hidden Markov model (the paper's Appendix D.3).
+
+    ``K = chains`` independent binary Markov chains of ``length`` steps, with
+    ``P(x_1k = 1) = 0.1`` and probability 0.8 of keeping the previous state; observations
+    ``y_l ~ N(w . x_l + b, sigma2)`` with Gaussian ``w`` and ``b``. ``x`` and ``y`` are
+    simulated from the model with ``seed``; the PyMC model is the posterior of ``x`` given
+    ``y`` (the prior as a multilinear potential, the likelihood quadratic in x, so
+    gradient ratios are first-order only).
+
+    Parameters
+    ----------
+    length : int
+        Number of time steps L.
+    chains : int
+        Number of hidden chains K.
+    sigma2 : float
+        Observation variance (C1: 2, C2: 1, C3: 0.5).
+    seed : int
+        Seed of the simulation.
+
+    Returns
+    -------
+    pymc.Model
+        With one free variable ``x`` of shape (length, chains); ``model.truth`` holds the
+        simulated hidden states.
+
+    Examples
+    --------
+    >>> from pymc_discrete.pymc.models import fhmm_model
+    >>> fhmm_model(20, 3).free_RVs
+    [x]
+    """
+    rng = np.random.default_rng(seed)
+    x = np.zeros((length, chains), dtype=np.int64)
+    x[0] = rng.random(chains) < 0.1
+    for t in range(1, length):
+        keep = rng.random(chains) < 0.8
+        x[t] = np.where(keep, x[t - 1], 1 - x[t - 1])
+    w = rng.normal(size=chains)
+    b = rng.normal()
+    y = x @ w + b + rng.normal(0.0, np.sqrt(sigma2), length)
+    with pm.Model() as model:
+        h = pm.Bernoulli("x", 0.5, shape=(length, chains))
+        same = h[1:] * h[:-1] + (1 - h[1:]) * (1 - h[:-1])
+        pm.Potential(
+            "prior",
+            (h[0] * np.log(0.1) + (1 - h[0]) * np.log(0.9)).sum()
+            + (same * np.log(0.8) + (1 - same) * np.log(0.2)).sum(),
+        )
+        pm.Normal("y", mu=pm.math.dot(h, w) + b, sigma=np.sqrt(sigma2), observed=y)
+    model.truth = x
+    return model
+
+
+def binarised_digits() -> np.ndarray:
+    """scikit-learn's 8x8 digits, thresholded at half intensity: (1797, 64) of 0/1."""
+    from sklearn.datasets import load_digits
+
+    return (load_digits().data > 8).astype(np.int64)
+
+
+def train_rbm(
+    data: np.ndarray, n_hidden: int = 50, epochs: int = 30, lr: float = 0.05, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Train a binary RBM by contrastive divergence (CD-1, minibatches of 50).
+
+    Returns
+    -------
+    W : ndarray, shape (n_visible, n_hidden)
+    b : ndarray, shape (n_visible,)
+        Visible biases.
+    c : ndarray, shape (n_hidden,)
+        Hidden biases.
+    """
+    rng = np.random.default_rng(seed)
+    n, n_visible = data.shape
+    W = rng.normal(0.0, 0.01, (n_visible, n_hidden))
+    b = np.log((data.mean(0) + 1e-2) / (1 - data.mean(0) + 1e-2))
+    c = np.zeros(n_hidden)
+
+    def sigmoid(z):
+        return 1.0 / (1.0 + np.exp(-z))
+
+    for _ in range(epochs):
+        for batch in np.array_split(rng.permutation(n), max(1, n // 50)):
+            v0 = data[batch].astype(float)
+            ph0 = sigmoid(v0 @ W + c)
+            h0 = (rng.random(ph0.shape) < ph0).astype(float)
+            v1 = (rng.random(v0.shape) < sigmoid(h0 @ W.T + b)).astype(float)
+            ph1 = sigmoid(v1 @ W + c)
+            W += lr * (v0.T @ ph0 - v1.T @ ph1) / len(batch)
+            b += lr * (v0 - v1).mean(0)
+            c += lr * (ph0 - ph1).mean(0)
+    return W, b, c
+
+
+def rbm_model(W: np.ndarray, b: np.ndarray, c: np.ndarray) -> pm.Model:
+    """Marginal distribution of the visible units of a binary RBM.
+
+    ``log p(v) = b . v + sum_j softplus(c_j + (v W)_j) + const``: every hidden unit couples
+    all visible units, and the softplus makes the gradient ratios first-order only.
+
+    Returns
+    -------
+    pymc.Model
+        With one free variable ``x`` of shape (n_visible,).
+    """
+    with pm.Model() as model:
+        v = pm.Bernoulli("x", 0.5, shape=W.shape[0])
+        pm.Potential("visible", pm.math.dot(v, b))
+        pm.Potential("hidden", pt.softplus(c + pm.math.dot(v, W)).sum())
+    return model

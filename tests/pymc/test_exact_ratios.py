@@ -131,3 +131,30 @@ def test_albp_with_exact_ratios_is_reversible_on_a_gaussian_target():
     for r in (1, 2, 3):
         for weight in ("barker", "sqrt"):
             assert_reversible(albp_matrix(target, 5, r, weight), target_distribution(target, 5))
+
+
+def test_fhmm_and_rbm_exact_ratios():
+    """The paper's FHMM (sparse: few colours) and an RBM (dense: one colour per site)."""
+    from pymc_discrete.pymc.models import fhmm_model, rbm_model
+
+    fhmm = fhmm_model(40, 3, 1.0, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the FHMM relaxes: no fallback warning
+        gradient = pmd.ALBP([fhmm["x"]], model=fhmm)
+    exact = pmd.ALBP([fhmm["x"]], model=fhmm, proposal="exact")
+    assert exact.ratios_are_exact and not gradient.ratios_are_exact
+    assert exact._logp_and_ratios.structure.n_colours <= 8  # independent of L
+    rng = np.random.default_rng(4)
+    W, b, c = rng.normal(0, 1, (8, 5)), rng.normal(0, 1, 8), rng.normal(0, 1, 5)
+    rbm = rbm_model(W, b, c)
+    exact = pmd.ALBP([rbm["x"]], model=rbm, proposal="exact")
+    assert exact.ratios_are_exact
+    assert exact._logp_and_ratios.structure.n_colours == 8
+    x = rng.integers(0, 2, 8)
+
+    def logp(v):
+        v = v.astype(float)
+        return b @ v + np.logaddexp(0, c + v @ W).sum()
+
+    flips = [logp(np.where(np.arange(8) == i, 1 - x, x)) - logp(x) for i in range(8)]
+    np.testing.assert_allclose(exact._logp_and_ratios(x)[1], flips, rtol=1e-9, atol=1e-9)
