@@ -55,6 +55,7 @@ def discover_structure(
     batch_terms: BatchTerms,
     probes: np.ndarray,
     rows_per_call: int,
+    n_categories: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Find the terms each site's flip changes, at every probe point.
 
@@ -68,6 +69,9 @@ def discover_structure(
         zeros, all ones and random points).
     rows_per_call : int
         Batch size of ``batch_terms`` calls (bounds memory).
+    n_categories : ndarray of int64, optional
+        Number of values of every site (default: binary). A site is probed by moving it
+        to its next value, ``(x_i + 1) mod K_i``.
 
     Returns
     -------
@@ -81,7 +85,11 @@ def discover_structure(
         for start in range(0, n, rows_per_call):
             sites = np.arange(start, min(n, start + rows_per_call))
             states = np.repeat(x[None, :], sites.size, axis=0)
-            states[np.arange(sites.size), sites] = 1 - states[np.arange(sites.size), sites]
+            rows = np.arange(sites.size)
+            if n_categories is None:
+                states[rows, sites] = 1 - states[rows, sites]
+            else:
+                states[rows, sites] = (states[rows, sites] + 1) % n_categories[sites]
             changed = _changed(base[None, :], batch_terms(states))
             for row, site in enumerate(sites):
                 found[site].update(np.flatnonzero(changed[row]).tolist())
@@ -164,4 +172,48 @@ def colour_ratios(
             k = site_terms[p]
             total += terms[row, k] - terms[0, k]
         out[i] = total
+    return out
+
+
+def categorical_colour_states(
+    x: np.ndarray, structure: TermStructure, n_categories: np.ndarray
+) -> np.ndarray:
+    """``x``, then for every colour c and value v the state with every site of colour c
+    set to v (sites with fewer values, or already at v, unchanged): row ``1 + c K + v``
+    with ``K = max(n_categories)``."""
+    k = int(n_categories.max())
+    states = np.repeat(x[None, :], structure.n_colours * k + 1, axis=0)
+    sites = np.arange(x.size)
+    for v in range(k):
+        ok = n_categories > v
+        states[1 + structure.colour[ok] * k + v, sites[ok]] = v
+    return states
+
+
+@numba.njit(cache=True)
+def categorical_colour_ratios(
+    terms: np.ndarray,
+    site_ptr: np.ndarray,
+    site_terms: np.ndarray,
+    colour: np.ndarray,
+    x: np.ndarray,
+    n_categories: np.ndarray,
+    k: int,
+) -> np.ndarray:
+    """Exact (N, K) table ``d(i, v) = f(x with x_i = v) - f(x)`` from the terms at the rows
+    of :func:`categorical_colour_states`; NaN at the current values, -inf at values a site
+    does not have."""
+    n = colour.size
+    out = np.full((n, k), -np.inf)
+    for i in range(n):
+        for v in range(n_categories[i]):
+            if v == x[i]:
+                out[i, v] = np.nan
+                continue
+            row = 1 + colour[i] * k + v
+            total = 0.0
+            for p in range(site_ptr[i], site_ptr[i + 1]):
+                t = site_terms[p]
+                total += terms[row, t] - terms[0, t]
+            out[i, v] = total
     return out

@@ -27,6 +27,8 @@ from pytensor.tensor.math import Sum
 from pymc_discrete.kernels.structure import (
     TermStructure,
     build_structure,
+    categorical_colour_ratios,
+    categorical_colour_states,
     colour_ratios,
     colour_states,
     discover_structure,
@@ -81,7 +83,11 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
 
 
 class ExactRatios:
-    """``x -> (logp of the block's terms, exact single-flip log-ratios)`` for binary sites.
+    """``x -> (logp of the block's terms, exact local log-ratios)``.
+
+    For binary sites (``n_categories`` None) the ratios are a vector of single-flip
+    log-ratios; for categorical sites an (N, K) table ``d(i, v)`` with NaN at the current
+    values and -inf at values a site does not have.
 
     Parameters
     ----------
@@ -96,6 +102,8 @@ class ExactRatios:
         Passed to :func:`pymc.pytensorf.compile`.
     seed : int
         Seed of the random probes used to discover the structure.
+    n_categories : ndarray of int64, optional
+        Number of values of every site; None for a binary block.
 
     Attributes
     ----------
@@ -105,8 +113,11 @@ class ExactRatios:
         Terms of every site and the colouring.
     """
 
-    def __init__(self, model, value_vars, point, shared, compile_kwargs=None, seed=0):
+    def __init__(
+        self, model, value_vars, point, shared, compile_kwargs=None, seed=0, n_categories=None
+    ):
         value_vars = list(value_vars)
+        self.n_categories = None if n_categories is None else np.asarray(n_categories, np.int64)
         rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
         terms = model.logp(vars=rvs, sum=False)
         pieces = [
@@ -147,9 +158,14 @@ class ExactRatios:
                 if np.issubdtype(np.asarray(value).dtype, np.floating):
                     s.set_value(value + rng.normal(0.0, 1.0, np.shape(value)).astype(value.dtype))
             n = self.n_sites
-            probes = np.vstack([x0, np.zeros(n), np.ones(n), rng.integers(0, 2, (3, n))])
+            ks = self.n_categories
+            if ks is None:
+                probes = np.vstack([x0, np.zeros(n), np.ones(n), rng.integers(0, 2, (3, n))])
+            else:
+                extremes = [np.zeros(n), ks - 1] + [rng.integers(0, ks) for _ in range(4)]
+                probes = np.vstack([x0, *extremes])
             terms_of_site = discover_structure(
-                self.batch_terms, probes.astype(np.int64), self._rows
+                self.batch_terms, probes.astype(np.int64), self._rows, ks
             )
         finally:
             for s, value in saved.items():
@@ -158,6 +174,13 @@ class ExactRatios:
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         s = self.structure
-        terms = self.batch_terms(colour_states(x, s))
-        ratios = colour_ratios(terms, s.site_ptr, s.site_terms, s.colour)
+        ks = self.n_categories
+        if ks is None:
+            terms = self.batch_terms(colour_states(x, s))
+            ratios = colour_ratios(terms, s.site_ptr, s.site_terms, s.colour)
+        else:
+            terms = self.batch_terms(categorical_colour_states(x, s, ks))
+            ratios = categorical_colour_ratios(
+                terms, s.site_ptr, s.site_terms, s.colour, x, ks, int(ks.max())
+            )
         return float(terms[0].sum()), ratios

@@ -11,7 +11,7 @@ from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.util import get_value_vars_from_user_vars
-from pytensor.tensor.random.basic import BernoulliRV
+from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_discrete.adaptation import ScaleAdapter
 from pymc_discrete.kernels.binary import (
@@ -21,13 +21,19 @@ from pymc_discrete.kernels.binary import (
     arwm_step,
     init_lb_state,
 )
+from pymc_discrete.kernels.categorical import (
+    CategoricalRWState,
+    categorical_albp_step,
+    categorical_arwm_step,
+    init_categorical_lb_state,
+)
 from pymc_discrete.kernels.common import StepInfo
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.compiled import compile_exact_logp, compile_logp_and_ratios
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.relaxation import RelaxationError
 from pymc_discrete.pymc.validation import (
-    check_binary_block,
+    check_discrete_block,
     check_choice,
     check_initial_point,
     check_unit_interval,
@@ -84,12 +90,20 @@ class _SiteBlockStep(ArrayStepShared):
         model = modelcontext(model)
         self.target_accept = check_unit_interval("target_accept", target_accept)
         value_vars = get_value_vars_from_user_vars(vars, model)
-        check_binary_block(model, value_vars, type(self).__name__)
         if initial_point is None:
             initial_point = model.initial_point()
+        counts = check_discrete_block(model, value_vars, type(self).__name__, initial_point)
         self.model = model
         self.shapes = [tuple(np.shape(initial_point[v.name])) for v in value_vars]
         self.n_sites = int(sum(np.prod(s, dtype=int) for s in self.shapes))
+        #: number of values of every site, raveled in block order
+        self.n_categories = np.concatenate(
+            [np.full(int(np.prod(s, dtype=int)), k, dtype=np.int64)
+             for s, k in zip(self.shapes, counts)]
+        )
+        self.is_binary = all(
+            isinstance(model.values_to_rvs[v].owner.op, BernoulliRV) for v in value_vars
+        )
         try:
             initial_scale = float(initial_scale)
         except (TypeError, ValueError):
@@ -97,7 +111,7 @@ class _SiteBlockStep(ArrayStepShared):
         self.adapter = ScaleAdapter(
             self.target_accept, initial_scale, 1.0, max_scale(self.n_sites), adapt=adapt
         )
-        self._initial_logp = check_initial_point(model, initial_point, value_vars)
+        self._initial_logp = check_initial_point(model, initial_point, value_vars, counts)
         self.tune = True
         self._n_tune: int | None = None
         self._state = None
@@ -173,14 +187,14 @@ class _SiteBlockStep(ArrayStepShared):
 
     @staticmethod
     def competence(var, has_grad=False):
-        """IDEAL for Bernoulli variables, INCOMPATIBLE otherwise."""
-        if isinstance(getattr(var.owner, "op", None), BernoulliRV):
+        """IDEAL for Bernoulli and Categorical variables, INCOMPATIBLE otherwise."""
+        if isinstance(getattr(var.owner, "op", None), BernoulliRV | CategoricalRV):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
 
 class ALBP(_SiteBlockStep):
-    """Adaptive locally balanced proposal for binary variables.
+    """Adaptive locally balanced proposal for binary and categorical variables.
 
     Each draw picks R sites without replacement with probability proportional to the
     locally balanced weights ``g(pi(y) / pi(x))`` of flipping them, flips them all and
@@ -194,7 +208,10 @@ class ALBP(_SiteBlockStep):
     Parameters
     ----------
     vars : list of random variables, optional
-        Bernoulli variables to sample as one block (default: all free variables).
+        Bernoulli and Categorical variables to sample as one block (default: all free
+        variables). For a categorical site the proposal picks the site by the sum of the
+        weights of its other values, then a new value by weight; categorical blocks use
+        exact ratios (gradient proposals for categories are not available yet).
     weight : {"barker", "sqrt"}
         Locally balanced function: ``t / (1 + t)`` or ``sqrt(t)``.
     target_accept : float
@@ -276,6 +293,16 @@ class ALBP(_SiteBlockStep):
             blocked=blocked,
         )
         shared = self._shared_vars()
+        if self.proposal == "gradient" and not self.is_binary:
+            self.fallback_reason = (
+                "gradient proposals for categorical variables are not available yet"
+            )
+            self.proposal = "exact"
+            warnings.warn(
+                f"ALBP: {self.fallback_reason} ({self.var_names}); using proposal='exact'.",
+                RelaxationWarning,
+                stacklevel=2,
+            )
         if self.proposal == "gradient":
             try:
                 self._logp_and_ratios = compile_logp_and_ratios(
@@ -294,7 +321,8 @@ class ALBP(_SiteBlockStep):
                 self._check_relaxation()
         if self.proposal == "exact":
             self._logp_and_ratios = ExactRatios(
-                self.model, self.vars, self._initial_point, shared, compile_kwargs
+                self.model, self.vars, self._initial_point, shared, compile_kwargs,
+                n_categories=None if self.is_binary else self.n_categories,
             )
         self.ratios_are_exact = self._ratios_match_flips()
 
@@ -337,38 +365,46 @@ class ALBP(_SiteBlockStep):
                         value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
                     s.set_value(value)
                 logp0, ratios = self._logp_and_ratios(x0)
+                table = ratios.reshape(x0.size, -1)
                 for i in sites:
-                    y = x0.copy()
-                    y[i] = 1 - y[i]
-                    flip = self._logp_and_ratios(y)[0] - logp0
-                    if not np.isclose(ratios[i], flip, rtol=1e-7, atol=1e-7) and not (
-                        np.isneginf(flip) and np.isneginf(ratios[i])
-                    ):
-                        return False
+                    for v in range(self.n_categories[i]):
+                        if v == x0[i]:
+                            continue
+                        y = x0.copy()
+                        y[i] = v if not self.is_binary else 1 - y[i]
+                        flip = self._logp_and_ratios(y)[0] - logp0
+                        estimate = table[i, 0] if self.is_binary else table[i, v]
+                        if not np.isclose(estimate, flip, rtol=1e-7, atol=1e-7) and not (
+                            np.isneginf(flip) and np.isneginf(estimate)
+                        ):
+                            return False
             return True
         finally:
             for name, s in self.shared.items():
                 s.set_value(point[name])
 
-    def _init_state(self, x: np.ndarray) -> BinaryLBState:
-        return init_lb_state(x, self._logp_and_ratios, self._code)
+    def _init_state(self, x: np.ndarray):
+        if self.is_binary:
+            return init_lb_state(x, self._logp_and_ratios, self._code)
+        return init_categorical_lb_state(x, self._logp_and_ratios, self._code)
 
-    def _kernel_step(self, state: BinaryLBState, scale: float):
-        return albp_step(state, scale, self.rng, self._logp_and_ratios, self._code)
+    def _kernel_step(self, state, scale: float):
+        step = albp_step if self.is_binary else categorical_albp_step
+        return step(state, scale, self.rng, self._logp_and_ratios, self._code)
 
 
 class ARWM(_SiteBlockStep):
-    """Adaptive random-walk Metropolis for binary variables.
+    """Adaptive random-walk Metropolis for binary and categorical variables.
 
-    Each draw flips R sites chosen uniformly without replacement (a symmetric proposal)
-    and accepts with the Metropolis ratio; R is tuned during PyMC's tune phase toward
+    Each draw changes R sites chosen uniformly without replacement, each to a uniformly
+    chosen other value (a symmetric proposal), and accepts with the Metropolis ratio; R is tuned during PyMC's tune phase toward
     ``target_accept`` (0.234 is asymptotically optimal). One exact logp evaluation per
-    draw; no gradient, so any model with binary variables works.
+    draw; no gradient, so any model with binary or categorical variables works.
 
     Parameters
     ----------
     vars : list of random variables, optional
-        Bernoulli variables to sample as one block.
+        Bernoulli and Categorical variables to sample as one block.
     target_accept : float
         Acceptance rate R is tuned toward, in (0, 1).
     initial_scale : float
@@ -418,15 +454,19 @@ class ARWM(_SiteBlockStep):
             self.model, self.vars, self._initial_point, shared, compile_kwargs
         )
 
-    def _init_state(self, x: np.ndarray) -> BinaryRWState:
-        return BinaryRWState(x, self._logp(x))
+    def _init_state(self, x: np.ndarray):
+        if self.is_binary:
+            return BinaryRWState(x, self._logp(x))
+        return CategoricalRWState(x, self._logp(x))
 
-    def _kernel_step(self, state: BinaryRWState, scale: float):
-        return arwm_step(state, scale, self.rng, self._logp)
+    def _kernel_step(self, state, scale: float):
+        if self.is_binary:
+            return arwm_step(state, scale, self.rng, self._logp)
+        return categorical_arwm_step(state, scale, self.rng, self._logp, self.n_categories)
 
     @staticmethod
     def competence(var, has_grad=False):
-        """COMPATIBLE for Bernoulli variables (ALBP is the IDEAL choice)."""
-        if isinstance(getattr(var.owner, "op", None), BernoulliRV):
+        """COMPATIBLE for Bernoulli and Categorical variables (ALBP is the IDEAL choice)."""
+        if isinstance(getattr(var.owner, "op", None), BernoulliRV | CategoricalRV):
             return Competence.COMPATIBLE
         return Competence.INCOMPATIBLE

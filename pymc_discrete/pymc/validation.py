@@ -8,7 +8,12 @@ import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-__all__ = ["check_binary_block", "check_initial_point", "check_choice", "check_unit_interval"]
+__all__ = [
+    "check_choice",
+    "check_discrete_block",
+    "check_initial_point",
+    "check_unit_interval",
+]
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
@@ -29,8 +34,11 @@ def check_unit_interval(name: str, value: float) -> float:
     return v
 
 
-def check_binary_block(model, value_vars: Sequence[Variable], step_name: str) -> None:
-    """Raise a clear error unless every value variable belongs to a Bernoulli variable.
+def check_discrete_block(
+    model, value_vars: Sequence[Variable], step_name: str, point: dict[str, np.ndarray]
+) -> list[int]:
+    """Raise a clear error unless every variable is Bernoulli or Categorical; return the
+    number of values of each variable (2 for Bernoulli, K for Categorical).
 
     Parameters
     ----------
@@ -38,37 +46,49 @@ def check_binary_block(model, value_vars: Sequence[Variable], step_name: str) ->
     value_vars : sequence of Variable
     step_name : str
         Name of the step method, for the message.
+    point : dict
+        The initial point (K may depend on other variables' values).
 
     Raises
     ------
     TypeError
-        For a continuous, categorical or other unsupported variable.
+        For a continuous or unsupported variable.
+    ValueError
+        For a categorical variable with a single category.
     """
+    counts = []
     for value in value_vars:
         rv = model.values_to_rvs[value]
         op = getattr(rv.owner, "op", None)
         if isinstance(op, BernoulliRV):
+            counts.append(2)
             continue
         kind = type(op).__name__ if op is not None else "unknown"
         if not value.dtype.startswith(("int", "uint", "bool")):
             raise TypeError(
-                f"{step_name} samples binary variables, but {rv.name!r} is continuous "
-                f"({kind}, dtype {value.dtype}); let pm.sample assign NUTS to it"
+                f"{step_name} samples binary and categorical variables, but {rv.name!r} is "
+                f"continuous ({kind}, dtype {value.dtype}); let pm.sample assign NUTS to it"
             )
-        if isinstance(op, CategoricalRV):
+        if not isinstance(op, CategoricalRV):
             raise TypeError(
-                f"{step_name} does not support categorical variables yet: {rv.name!r} "
-                "is Categorical; use pm.CategoricalGibbsMetropolis for it"
+                f"{step_name} samples Bernoulli and Categorical variables, but {rv.name!r} "
+                f"is a {kind}"
             )
-        raise TypeError(
-            f"{step_name} samples Bernoulli variables, but {rv.name!r} is a {kind}"
-        )
+        (p,) = op.dist_params(rv.owner)
+        (k,) = model.replace_rvs_by_values([p.shape[-1]])
+        k = int(model.compile_fn(k, inputs=model.value_vars, on_unused_input="ignore")(point))
+        if k < 2:
+            raise ValueError(
+                f"{rv.name!r} has {k} category: there is nothing to sample, make it a constant"
+            )
+        counts.append(k)
+    return counts
 
 
 def check_initial_point(
-    model, point: dict[str, np.ndarray], value_vars: Sequence[Variable]
+    model, point: dict[str, np.ndarray], value_vars: Sequence[Variable], counts: Sequence[int]
 ) -> float:
-    """Raise ValueError if the block's values are not 0/1 or the model's logp is not finite.
+    """Raise ValueError if a value is outside ``0 .. K - 1`` or the model's logp is not finite.
 
     Parameters
     ----------
@@ -77,18 +97,21 @@ def check_initial_point(
         The initial point.
     value_vars : sequence of Variable
         The block.
+    counts : sequence of int
+        Number of values of each variable.
 
     Returns
     -------
     float
         The model's log density at the point (the sum of its terms).
     """
-    for value in value_vars:
+    for value, k in zip(value_vars, counts):
         values = np.asarray(point[value.name])
-        if not np.isin(values, (0, 1)).all():
+        bad_values = values[(values < 0) | (values >= k)]
+        if bad_values.size:
             raise ValueError(
-                f"initial point of {value.name!r} has values outside {{0, 1}}: "
-                f"{np.unique(values[~np.isin(values, (0, 1))])[:5]}"
+                f"initial point of {value.name!r} has values outside {{0, ..., {k - 1}}}: "
+                f"{np.unique(bad_values)[:5]}"
             )
     point_logps = model.point_logps(point, round_vals=12)
     bad = [name for name, lp in point_logps.items() if not np.isfinite(lp)]

@@ -1,0 +1,151 @@
+"""Categorical variables (and blocks mixing Bernoulli and Categorical) inside pm.sample,
+against enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy.special import gammaln
+
+import pymc_discrete as pmd
+
+N_MCSE = 4.0
+
+
+def _sample(model, step, **kwargs):
+    kwargs = {"draws": 2500, "tune": 500, "chains": 2, "cores": 1, "random_seed": 11,
+              "progressbar": False, "compute_convergence_checks": False} | kwargs
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return pm.sample(step=step, **kwargs)
+
+
+def _one_hot_means_within_mcse(idata, name, truth):
+    """P(z_i = c) from the draws against ``truth`` (n_sites, K), within N_MCSE MCSE."""
+    z = idata.posterior[name].values
+    k = truth.shape[1]
+    one_hot = (z[..., None] == np.arange(k)).astype(float)  # (chain, draw, site, K)
+    mean = one_hot.mean(axis=(0, 1))
+    mcse = np.asarray(az.mcse(one_hot))
+    # a category that is never visited has an estimated MCSE of 0: floor the MCSE at the
+    # binomial standard error of independent draws of that probability
+    n_draws = z.shape[0] * z.shape[1]
+    mcse = np.maximum(mcse, np.sqrt(truth * (1 - truth) / n_draws))
+    ok = np.abs(mean - truth) <= N_MCSE * mcse + 1e-12
+    assert ok.all(), (mean, truth, mcse)
+
+
+P_SITE = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4], [0.6, 0.2, 0.2]])
+J = np.array([[0, 0.8, -0.5, 0.3], [0.8, 0, 0.6, 0], [-0.5, 0.6, 0, 0.7], [0.3, 0, 0.7, 0]])
+
+
+@pytest.fixture(scope="module")
+def potts():
+    with pm.Model() as model:
+        z = pm.Categorical("z", P_SITE, shape=4)
+        same = pt.eq(z[:, None], z[None, :])
+        pm.Potential("coupling", 0.5 * (pt.as_tensor(J) * same).sum())
+    logps = []
+    states = np.array(list(itertools.product(range(3), repeat=4)))
+    for s in states:
+        lp = np.log(P_SITE[np.arange(4), s]).sum()
+        lp += 0.5 * (J * (s[:, None] == s[None, :])).sum()
+        logps.append(lp)
+    p = np.exp(np.array(logps) - max(logps))
+    p /= p.sum()
+    truth = np.array([[p[states[:, i] == c].sum() for c in range(3)] for i in range(4)])
+    return model, truth
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM], ids=["albp", "arwm"])
+def test_potts_marginals_match_enumeration(potts, cls):
+    model, truth = potts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        step = cls([model["z"]], model=model)
+    assert not step.is_binary and list(step.n_categories) == [3] * 4
+    idata = _sample(model, step)
+    _one_hot_means_within_mcse(idata, "z", truth)
+
+
+def test_albp_on_categorical_warns_and_uses_exact_ratios(potts):
+    model, _ = potts
+    with pytest.warns(pmd.RelaxationWarning, match="categorical"):
+        step = pmd.ALBP([model["z"]], model=model)
+    assert step.proposal == "exact" and step.ratios_are_exact
+
+
+ALPHA = np.array([1.0, 2.0, 3.0])
+MU = np.array([-2.0, 0.0, 2.5])
+Y = np.array([-1.7, 0.4, 2.2])
+
+
+def test_mixture_labels_with_a_dirichlet_sampled_by_nuts():
+    """y_j ~ N(mu[z_j], 1), z_j ~ Categorical(w), w ~ Dirichlet(alpha): labels by ALBP,
+    w by NUTS; truth by summing the Dirichlet-multinomial over all 27 labellings."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", ALPHA)
+        z = pm.Categorical("z", w, shape=3)
+        pm.Normal("y", mu=pt.as_tensor(MU)[z], sigma=1.0, observed=Y)
+    states = np.array(list(itertools.product(range(3), repeat=3)))
+    logps, w_means = [], []
+    for s in states:
+        counts = np.bincount(s, minlength=3)
+        lp = gammaln(ALPHA.sum()) - gammaln(ALPHA.sum() + 3)
+        lp += (gammaln(ALPHA + counts) - gammaln(ALPHA)).sum()
+        lp += -0.5 * ((Y - MU[s]) ** 2).sum()
+        logps.append(lp)
+        w_means.append((ALPHA + counts) / (ALPHA.sum() + 3))
+    p = np.exp(np.array(logps) - max(logps))
+    p /= p.sum()
+    truth = np.array([[p[states[:, i] == c].sum() for c in range(3)] for i in range(3)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        step = pmd.ALBP([z], model=model)
+    idata = _sample(model, [step])
+    _one_hot_means_within_mcse(idata, "z", truth)
+    w_truth = p @ np.array(w_means)
+    mean = idata.posterior["w"].mean(("chain", "draw")).values
+    mcse = az.mcse(idata, var_names=["w"])["w"].values
+    assert np.all(np.abs(mean - w_truth) <= N_MCSE * mcse), (mean, w_truth, mcse)
+
+
+def test_block_mixing_bernoulli_and_categorical():
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.4)
+        z = pm.Categorical("z", [0.2, 0.3, 0.5], shape=2)
+        pm.Potential("tie", 1.1 * g * pt.eq(z[0], 2) - 0.6 * pt.eq(z[0], z[1]))
+    states = list(itertools.product(range(2), range(3), range(3)))
+    logps = [np.log([0.6, 0.4][a]) + np.log([0.2, 0.3, 0.5])[[b, c]].sum()
+             + 1.1 * a * (b == 2) - 0.6 * (b == c) for a, b, c in states]
+    p = np.exp(np.array(logps))
+    p /= p.sum()
+    states = np.array(states)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        step = pmd.ALBP([g, z], model=model)
+    assert list(step.n_categories) == [2, 3, 3]
+    idata = _sample(model, step)
+    g_draws = idata.posterior["g"].values
+    mean, mcse = g_draws.mean(), float(az.mcse(g_draws.astype(float)))
+    assert abs(mean - p @ states[:, 0]) <= N_MCSE * mcse
+    truth = np.array([[p[states[:, 1 + i] == c].sum() for c in range(3)] for i in range(2)])
+    _one_hot_means_within_mcse(idata, "z", truth)
+
+
+def test_categorical_bad_input():
+    with pm.Model() as model:
+        z = pm.Categorical("z", [0.2, 0.8], shape=3)
+        one = pm.Categorical("one", [1.0])
+    point = model.initial_point()
+    point["z"] = np.array([0, 2, 1])
+    with pytest.raises(ValueError, match=r"outside \{0, ..., 1\}"):
+        pmd.ARWM([z], model=model, initial_point=point)
+    with pytest.raises(ValueError, match="'one' has 1 category"):
+        pmd.ARWM([one], model=model)
