@@ -27,6 +27,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run_core.py
 	$(PY) benchmarks/run_exact.py
+	$(PY) benchmarks/run_categorical.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -181,12 +181,20 @@ def categorical_colour_states(
     """``x``, then for every colour c and value v the state with every site of colour c
     set to v (sites with fewer values, or already at v, unchanged): row ``1 + c K + v``
     with ``K = max(n_categories)``."""
-    k = int(n_categories.max())
-    states = np.repeat(x[None, :], structure.n_colours * k + 1, axis=0)
-    sites = np.arange(x.size)
-    for v in range(k):
-        ok = n_categories > v
-        states[1 + structure.colour[ok] * k + v, sites[ok]] = v
+    return _categorical_colour_states(
+        x, structure.colour, structure.n_colours, n_categories, int(n_categories.max())
+    )
+
+
+@numba.njit(cache=True)
+def _categorical_colour_states(x, colour, n_colours, n_categories, k):
+    n = x.size
+    states = np.empty((n_colours * k + 1, n), dtype=x.dtype)
+    for row in range(states.shape[0]):
+        states[row] = x
+    for i in range(n):
+        for v in range(n_categories[i]):
+            states[1 + colour[i] * k + v, i] = v
     return states
 
 

@@ -15,7 +15,7 @@ from pytensor.graph.basic import Variable
 
 from pymc_discrete.pymc.relaxation import relaxed_logp
 
-__all__ = ["compile_logp_and_ratios", "compile_exact_logp"]
+__all__ = ["compile_logp_and_ratios", "compile_logp_and_table", "compile_exact_logp"]
 
 
 def compile_logp_and_ratios(
@@ -63,6 +63,92 @@ def compile_logp_and_ratios(
         return float(logp_value), ratio_values
 
     return logp_and_ratios
+
+
+def compile_logp_and_table(
+    model,
+    value_vars: Sequence[Variable],
+    shapes: Sequence[tuple[int, ...]],
+    categorical: Sequence[bool],
+    n_values: Sequence[int],
+    shared: dict[Variable, Variable],
+    compile_kwargs: dict | None = None,
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """Compile ``x -> (logp(x), (N, K) table of first-order local log-ratios)`` for a block
+    of Bernoulli and Categorical variables.
+
+    A categorical site enters the relaxation as a one-hot vector X_i; with ``G = d logp /
+    d X`` at the one-hot point, ``d(i, c) = G[i, c] - G[i, x_i]`` (exact when the log
+    density is linear in each X_i, e.g. Potts couplings and mixture labels with fixed
+    component parameters). A Bernoulli site has ``d(i, 1 - x_i) = (1 - 2 x_i) dlogp/dx_i``.
+    The table holds NaN at the current values and -inf at values a site does not have.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    value_vars : sequence of Variable
+    shapes : sequence of tuple of int
+    categorical : sequence of bool
+        Whether each variable is Categorical (else Bernoulli).
+    n_values : sequence of int
+        K of each variable (2 for Bernoulli).
+    shared : dict
+    compile_kwargs : dict, optional
+
+    Returns
+    -------
+    callable
+        Takes the block's sites as a raveled int64 vector.
+    """
+    k_max = int(max(n_values))
+    sizes = [int(np.prod(s, dtype=int)) for s in shapes]
+    widths = [n * k if cat else n for n, k, cat in zip(sizes, n_values, categorical)]
+    flat = pt.vector("relaxed_sites", dtype="float64", shape=(int(sum(widths)),))
+    logp = relaxed_logp(
+        model, value_vars, shapes, flat,
+        n_values=[k if cat else None for k, cat in zip(n_values, categorical)],
+    )
+    if shared:
+        logp = clone_replace(logp, replace=shared)
+    grad = pytensor.grad(logp, flat)
+    rows = []
+    start = 0
+    nan = np.float64(np.nan)
+    for n, k, cat, width in zip(sizes, n_values, categorical, widths):
+        g, x = grad[start : start + width], flat[start : start + width]
+        if cat:
+            g, x = g.reshape((n, k)), x.reshape((n, k))
+            table = g - (g * x).sum(axis=1, keepdims=True)
+            table = pt.switch(x > 0.5, nan, table)
+        else:
+            table = pt.stack([pt.switch(x > 0.5, -g, nan), pt.switch(x < 0.5, g, nan)], axis=1)
+        if k < k_max:
+            table = pt.concatenate([table, pt.full((n, k_max - k), -np.inf)], axis=1)
+        rows.append(table)
+        start += width
+    table = pt.concatenate(rows, axis=0) if len(rows) > 1 else rows[0]
+    fn = pm_compile([flat], [logp, table], **(compile_kwargs or {}))
+    fn.trust_input = True
+
+    # positions in the flat input: a Bernoulli site's float, a categorical site's one-hot
+    site_base, site_stride, is_cat = [], [], []
+    offset = 0
+    for n, k, cat, width in zip(sizes, n_values, categorical, widths):
+        site_base.append(offset + (np.arange(n) * k if cat else np.arange(n)))
+        is_cat.append(np.full(n, cat))
+        offset += width
+    site_base = np.concatenate(site_base)
+    is_cat = np.concatenate(is_cat)
+    width_total = offset
+
+    def logp_and_table(x: np.ndarray) -> tuple[float, np.ndarray]:
+        relaxed = np.zeros(width_total)
+        relaxed[site_base[~is_cat]] = x[~is_cat]
+        relaxed[site_base[is_cat] + x[is_cat]] = 1.0
+        logp_value, table_value = fn(relaxed)
+        return float(logp_value), table_value
+
+    return logp_and_table
 
 
 def compile_exact_logp(

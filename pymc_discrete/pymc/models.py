@@ -19,6 +19,7 @@ __all__ = [
     "fhmm_model",
     "ising_fields",
     "ising_model",
+    "potts_model",
     "rbm_model",
     "train_rbm",
 ]
@@ -245,4 +246,51 @@ def rbm_model(W: np.ndarray, b: np.ndarray, c: np.ndarray) -> pm.Model:
         v = pm.Bernoulli("x", 0.5, shape=W.shape[0])
         pm.Potential("visible", pm.math.dot(v, b))
         pm.Potential("hidden", pt.softplus(c + pm.math.dot(v, W)).sum())
+    return model
+
+
+def potts_model(
+    side: int = 30, n_states: int = 4, coupling: float = 0.5, field: float = 0.5, seed: int = 0
+) -> pm.Model:
+    """Potts model on a ``side x side`` lattice with free boundaries.
+
+    ``log pi(z) = sum_i h[i, z_i] + coupling * sum_<ij> [z_i == z_j] + const`` with fields
+    ``h ~ U(-field, field)`` drawn with ``seed``. ``coupling = 0.5`` is below the critical
+    value ``log(1 + sqrt(4)) = 1.10`` of the 4-state model (a moderately sharp target, as
+    the DISCS benchmark's lattice models).
+
+    Parameters
+    ----------
+    side : int
+        Lattice side (N = side^2 sites).
+    n_states : int
+        Number of values K of every site.
+    coupling : float
+        Ferromagnetic coupling of equal neighbours.
+    field : float
+        Half-width of the uniform external fields.
+    seed : int
+        Seed of the fields.
+
+    Returns
+    -------
+    pymc.Model
+        With one free variable ``x`` of shape (side, side).
+
+    Examples
+    --------
+    >>> from pymc_discrete.pymc.models import potts_model
+    >>> potts_model(4).free_RVs
+    [x]
+    """
+    h = np.random.default_rng(seed).uniform(-field, field, (side, side, n_states))
+    with pm.Model() as model:
+        z = pm.Categorical("x", np.full(n_states, 1.0 / n_states), shape=(side, side))
+        fields = pm.Data("fields", h)
+        one_hot = pt.eq(z[..., None], pt.arange(n_states))
+        pm.Potential("field", (fields * one_hot).sum())
+        pm.Potential(
+            "coupling",
+            coupling * (pt.eq(z[:, 1:], z[:, :-1]).sum() + pt.eq(z[1:, :], z[:-1, :]).sum()),
+        )
     return model

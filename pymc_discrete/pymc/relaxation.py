@@ -6,6 +6,11 @@ a function of float inputs:
 
 * each sampled variable's own term becomes ``x log p + (1 - x) log1p(-p)``, multilinear
   in x and equal to the Bernoulli logp at x in {0, 1};
+* a categorical variable becomes a one-hot float tensor X (an extra trailing axis of its
+  K values) and its own term ``sum(X log p)``; in the rest of the graph a label is
+  followed through indexing and dimshuffles, ``z_a == z_b`` becomes ``sum(X_a X_b)``,
+  ``base[z]`` a contraction of X with ``base``, ``table[i, z]`` ``sum(X table[i])``, and
+  any other use of a label its value ``sum(X * arange(K))``;
 * every other term (likelihoods, priors of other variables, potentials) is rebuilt node
   by node with the float input in place of the integer value: integer casts are dropped,
   integer-accumulating sums and products are rebuilt in float, and any operation that
@@ -29,8 +34,10 @@ from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.math import Prod, Sum
-from pytensor.tensor.random.basic import BernoulliRV
+from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
 
 __all__ = ["RelaxationError", "relaxed_logp"]
 
@@ -92,8 +99,63 @@ def _rebuild_node(node: Apply, new_inputs: list[Variable], on_path: list[bool]) 
         ) from exc
 
 
+def _one_hot_of(var: Variable, k: int) -> Variable:
+    """One-hot float encoding of an integer tensor that is not a label (trailing axis K)."""
+    return pt.cast(pt.eq(pt.shape_padright(var), pt.arange(k)), "float64")
+
+
+def _label_value(one_hot: Variable, k: int) -> Variable:
+    """The label's value as a float: ``sum(X * arange(K))`` (exact at one-hot points)."""
+    return (one_hot * pt.arange(k, dtype="float64")).sum(axis=-1)
+
+
+def _relax_label_node(node: Apply, new_inputs, labels: dict, memo: dict) -> bool:
+    """Rebuild a node that consumes labels with a rule that keeps the relaxation
+    multilinear; return False if no rule applies."""
+    op = node.op
+    out = node.outputs[0]
+    label_at = [i for i, inp in enumerate(node.inputs) if inp in labels]
+    if label_at == [0] and isinstance(op, Subtensor | AdvancedSubtensor):
+        one_hot, k = labels[node.inputs[0]]
+        labels[out] = (op.make_node(one_hot, *new_inputs[1:]).outputs[0], k)
+        return True
+    if label_at == [0] and isinstance(op, DimShuffle):
+        one_hot, k = labels[node.inputs[0]]
+        labels[out] = (one_hot.dimshuffle(*(list(op.new_order) + [op.input_ndim])), k)
+        return True
+    if (label_at == [0] and isinstance(op, Elemwise) and isinstance(op.scalar_op, ps.Cast)
+            and _is_discrete(out)):
+        labels[out] = labels[node.inputs[0]]
+        return True
+    if isinstance(op, Elemwise) and isinstance(op.scalar_op, ps.EQ | ps.NEQ):
+        k = labels[node.inputs[label_at[0]]][1]
+        encoded = [
+            labels[inp][0] if inp in labels else _one_hot_of(new, k)
+            for inp, new in zip(node.inputs, new_inputs)
+        ]
+        equal = (encoded[0] * encoded[1]).sum(axis=-1)
+        memo[out] = equal if isinstance(op.scalar_op, ps.EQ) else 1.0 - equal
+        return True
+    if isinstance(op, AdvancedSubtensor) and 0 not in label_at:
+        base = pt.cast(new_inputs[0], "float64")
+        n_index = len(node.inputs) - 1
+        idx = tuple(op.idx_list)
+        full = all(e == slice(None) for e in idx[1:])
+        if n_index == 1 and label_at == [1] and idx[0] == 0 and full:  # base[z] or base[z, :]
+            one_hot, k = labels[node.inputs[1]]  # labels are < k: only base[:k] is reachable
+            memo[out] = pt.tensordot(one_hot, base[:k], axes=[[one_hot.ndim - 1], [0]])
+            return True
+        if n_index == 2 and label_at == [2] and base.ndim == 2 and idx == (0, 1):  # table[i, z]
+            one_hot, k = labels[node.inputs[2]]
+            memo[out] = (one_hot * base[new_inputs[1]][..., :k]).sum(axis=-1)
+            return True
+    return False
+
+
 def relax_graph(
-    outputs: Sequence[Variable], replacements: dict[Variable, Variable]
+    outputs: Sequence[Variable],
+    replacements: dict[Variable, Variable],
+    labels: dict[Variable, tuple[Variable, int]] | None = None,
 ) -> list[Variable]:
     """Rebuild ``outputs`` with integer value variables replaced by float relaxations.
 
@@ -103,6 +165,9 @@ def relax_graph(
         Graphs to rebuild (their result must be float).
     replacements : dict
         Integer value variable -> float tensor of the same shape.
+    labels : dict, optional
+        Categorical value variable -> (one-hot float tensor with a trailing axis of K
+        values, K).
 
     Returns
     -------
@@ -117,13 +182,22 @@ def relax_graph(
     """
     memo: dict[Variable, Variable] = dict(replacements)
     on_path: set[Variable] = set(replacements.values())
+    labels = dict(labels or {})
     # new variable -> name of the operation that made it a non-differentiable function
     # of the relaxed values
     cut: dict[Variable, str] = {}
-    inputs = [v for v in replacements]
+    inputs = list(replacements) + list(labels)
     for node in io_toposort(inputs, list(outputs)):
         new_inputs = [memo.get(i, i) for i in node.inputs]
-        if all(n is o for n, o in zip(new_inputs, node.inputs)):
+        if any(i in labels for i in node.inputs):
+            if _relax_label_node(node, new_inputs, labels, memo):
+                on_path.update(memo[o] for o in node.outputs if o in memo)
+                continue
+            for i, inp in enumerate(node.inputs):  # any other use: the label's value
+                if inp in labels:
+                    new_inputs[i] = _label_value(*labels[inp])
+                    on_path.add(new_inputs[i])
+        elif all(n is o for n, o in zip(new_inputs, node.inputs)):
             continue
         guards = _guard_inputs(node)
         path_flags = [i not in guards and ni in on_path for i, ni in enumerate(new_inputs)]
@@ -155,7 +229,7 @@ def relax_graph(
                 cut[new] = reason or _op_name(node)
             else:
                 on_path.add(new)
-    result = [memo.get(o, o) for o in outputs]
+    result = [memo.get(o, _label_value(*labels[o]) if o in labels else o) for o in outputs]
     for out in result:
         if out in cut:
             raise RelaxationError(
@@ -174,6 +248,10 @@ def _own_relaxed_term(rv: Variable, relaxed_value: Variable, model) -> Variable:
         # PyTensor stores a constant like 0.5 as float32; compute in float64
         p = pt.cast(p, "float64")
         return relaxed_value * pt.log(p) + (1.0 - relaxed_value) * pt.log1p(-p)
+    if isinstance(op, CategoricalRV):
+        (p,) = op.dist_params(rv.owner)
+        (p,) = model.replace_rvs_by_values([p])
+        return relaxed_value * pt.log(pt.cast(p, "float64"))
     raise RelaxationError(f"no relaxation of the own term of {rv.name!r} ({type(op).__name__})")
 
 
@@ -182,6 +260,7 @@ def relaxed_logp(
     value_vars: Sequence[Variable],
     shapes: Sequence[tuple[int, ...]],
     flat_input: Variable,
+    n_values: Sequence[int | None] | None = None,
 ) -> Variable:
     """The model's joint log density with ``value_vars`` relaxed to slices of ``flat_input``.
 
@@ -190,13 +269,15 @@ def relaxed_logp(
     model : pymc.Model
         The model.
     value_vars : sequence of Variable
-        Value variables of the binary variables to relax (their random variables must be
-        Bernoulli).
+        Value variables of the Bernoulli and Categorical variables to relax.
     flat_input : Variable
         Float64 vector holding all relaxed values, raveled and concatenated in the order of
         ``value_vars``.
     shapes : sequence of tuple of int
         Shape of each value variable (from the initial point).
+    n_values : sequence of int or None, optional
+        For each variable, None for a Bernoulli (one float per site) or K for a
+        Categorical (K one-hot floats per site, in ``flat_input`` as ``(*shape, K)``).
 
     Returns
     -------
@@ -211,21 +292,28 @@ def relaxed_logp(
         If some term cannot be relaxed.
     """
     replacements: dict[Variable, Variable] = {}
+    labels: dict[Variable, tuple[Variable, int]] = {}
+    own_inputs = []
     start = 0
-    for value, shape in zip(value_vars, shapes):
+    for value, shape, k in zip(value_vars, shapes, n_values or [None] * len(value_vars)):
         shape = tuple(int(s) for s in shape)
         size = int(np.prod(shape, dtype=int))
-        replacements[value] = flat_input[start : start + size].reshape(shape)
+        if k is None:
+            relaxed = flat_input[start : start + size].reshape(shape)
+            replacements[value] = relaxed
+        else:  # a categorical variable: one-hot with a trailing axis of its k values
+            relaxed = flat_input[start : start + size * k].reshape((*shape, k))
+            labels[value] = (relaxed, k)
+            size *= k
+        own_inputs.append(relaxed)
         start += size
 
     block_rvs = [model.values_to_rvs[v] for v in value_vars]
-    terms = [
-        _own_relaxed_term(rv, replacements[v], model).sum() for rv, v in zip(block_rvs, value_vars)
-    ]
+    terms = [_own_relaxed_term(rv, x, model).sum() for rv, x in zip(block_rvs, own_inputs)]
     others = [rv for rv in model.free_RVs if rv not in block_rvs]
     others += list(model.observed_RVs) + list(model.potentials)
     if others:
         terms += [pt.as_tensor(t).sum() for t in model.logp(vars=others, sum=False)]
     total = pt.add(*terms) if len(terms) > 1 else terms[0]
-    (relaxed,) = relax_graph([pt.cast(total, "float64")], replacements)
+    (relaxed,) = relax_graph([pt.cast(total, "float64")], replacements, labels)
     return relaxed

@@ -29,7 +29,11 @@ from pymc_discrete.kernels.categorical import (
 )
 from pymc_discrete.kernels.common import StepInfo
 from pymc_discrete.kernels.weights import weight_code
-from pymc_discrete.pymc.compiled import compile_exact_logp, compile_logp_and_ratios
+from pymc_discrete.pymc.compiled import (
+    compile_exact_logp,
+    compile_logp_and_ratios,
+    compile_logp_and_table,
+)
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.relaxation import RelaxationError
 from pymc_discrete.pymc.validation import (
@@ -101,9 +105,11 @@ class _SiteBlockStep(ArrayStepShared):
             [np.full(int(np.prod(s, dtype=int)), k, dtype=np.int64)
              for s, k in zip(self.shapes, counts)]
         )
-        self.is_binary = all(
-            isinstance(model.values_to_rvs[v].owner.op, BernoulliRV) for v in value_vars
-        )
+        self._counts = counts
+        self._categorical = [
+            isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
+        ]
+        self.is_binary = not any(self._categorical)
         try:
             initial_scale = float(initial_scale)
         except (TypeError, ValueError):
@@ -210,8 +216,8 @@ class ALBP(_SiteBlockStep):
     vars : list of random variables, optional
         Bernoulli and Categorical variables to sample as one block (default: all free
         variables). For a categorical site the proposal picks the site by the sum of the
-        weights of its other values, then a new value by weight; categorical blocks use
-        exact ratios (gradient proposals for categories are not available yet).
+        weights of its other values, then a new value by weight; the gradient proposal
+        relaxes a categorical variable to a one-hot vector.
     weight : {"barker", "sqrt"}
         Locally balanced function: ``t / (1 + t)`` or ``sqrt(t)``.
     target_accept : float
@@ -293,21 +299,17 @@ class ALBP(_SiteBlockStep):
             blocked=blocked,
         )
         shared = self._shared_vars()
-        if self.proposal == "gradient" and not self.is_binary:
-            self.fallback_reason = (
-                "gradient proposals for categorical variables are not available yet"
-            )
-            self.proposal = "exact"
-            warnings.warn(
-                f"ALBP: {self.fallback_reason} ({self.var_names}); using proposal='exact'.",
-                RelaxationWarning,
-                stacklevel=2,
-            )
         if self.proposal == "gradient":
             try:
-                self._logp_and_ratios = compile_logp_and_ratios(
-                    self.model, self.vars, self.shapes, shared, compile_kwargs
-                )
+                if self.is_binary:
+                    self._logp_and_ratios = compile_logp_and_ratios(
+                        self.model, self.vars, self.shapes, shared, compile_kwargs
+                    )
+                else:
+                    self._logp_and_ratios = compile_logp_and_table(
+                        self.model, self.vars, self.shapes, self._categorical,
+                        self._counts, shared, compile_kwargs,
+                    )
             except RelaxationError as err:
                 self.fallback_reason = str(err)
                 self.proposal = "exact"

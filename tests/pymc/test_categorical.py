@@ -74,10 +74,29 @@ def test_potts_marginals_match_enumeration(potts, cls):
     _one_hot_means_within_mcse(idata, "z", truth)
 
 
-def test_albp_on_categorical_warns_and_uses_exact_ratios(potts):
+def test_potts_relaxes_to_one_hot_with_exact_gradient_ratios(potts):
+    """Labels compared with == relax to sums of one-hot products: the Potts log density is
+    linear in each site's one-hot vector, so the gradient ratios are exact."""
     model, _ = potts
-    with pytest.warns(pmd.RelaxationWarning, match="categorical"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pmd.RelaxationWarning)
         step = pmd.ALBP([model["z"]], model=model)
+    assert step.proposal == "gradient" and step.ratios_are_exact
+    exact = pmd.ALBP([model["z"]], model=model, proposal="exact")
+    fn = model.compile_logp()
+    for x in itertools.product(range(3), repeat=4):
+        x = np.array(x)
+        relaxed, table = step._logp_and_ratios(x)
+        assert relaxed == pytest.approx(fn({"z": x}), rel=1e-12, abs=1e-10)
+        np.testing.assert_allclose(table, exact._logp_and_ratios(x)[1], rtol=1e-9, atol=1e-9)
+
+
+def test_categorical_used_in_an_unrelaxable_way_falls_back_to_exact():
+    with pm.Model() as model:
+        z = pm.Categorical("z", [0.3, 0.3, 0.4], shape=3)
+        pm.Potential("parity", 0.7 * pt.mod(z.sum(), 2))
+    with pytest.warns(pmd.RelaxationWarning, match="mod"):
+        step = pmd.ALBP([z], model=model)
     assert step.proposal == "exact" and step.ratios_are_exact
 
 
@@ -106,8 +125,9 @@ def test_mixture_labels_with_a_dirichlet_sampled_by_nuts():
     p /= p.sum()
     truth = np.array([[p[states[:, i] == c].sum() for c in range(3)] for i in range(3)])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        warnings.simplefilter("error", pmd.RelaxationWarning)  # mu[z] relaxes
         step = pmd.ALBP([z], model=model)
+    assert step.proposal == "gradient"
     idata = _sample(model, [step])
     _one_hot_means_within_mcse(idata, "z", truth)
     w_truth = p @ np.array(w_means)
@@ -128,9 +148,9 @@ def test_block_mixing_bernoulli_and_categorical():
     p /= p.sum()
     states = np.array(states)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        warnings.simplefilter("error", pmd.RelaxationWarning)
         step = pmd.ALBP([g, z], model=model)
-    assert list(step.n_categories) == [2, 3, 3]
+    assert list(step.n_categories) == [2, 3, 3] and step.ratios_are_exact
     idata = _sample(model, step)
     g_draws = idata.posterior["g"].values
     mean, mcse = g_draws.mean(), float(az.mcse(g_draws.astype(float)))
@@ -149,3 +169,28 @@ def test_categorical_bad_input():
         pmd.ARWM([z], model=model, initial_point=point)
     with pytest.raises(ValueError, match="'one' has 1 category"):
         pmd.ARWM([one], model=model)
+
+
+@pytest.mark.parametrize("index", ["rows", "table", "columns"])
+def test_label_indexing_relaxes_exactly_or_falls_back(index):
+    """mu[z] and table[arange, z] relax to contractions with the one-hot; table[:, z]
+    (a label on the second axis) is not covered and falls back to exact ratios."""
+    table = np.array([[0.3, -1.0, 0.8], [1.2, 0.1, -0.4], [-0.7, 0.9, 0.2], [0.5, 0.5, -1.1]])
+    with pm.Model() as model:
+        z = pm.Categorical("z", [0.2, 0.3, 0.5], shape=3)
+        t = pt.as_tensor(table)
+        if index == "rows":
+            term = t[z].sum()
+        elif index == "table":
+            term = t[:3][pt.arange(3), z].sum()
+        else:
+            term = t[:3][:, z].sum()
+        pm.Potential("term", term)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        step = pmd.ALBP([z], model=model)
+    assert step.proposal == ("exact" if index == "columns" else "gradient")
+    fn = model.compile_logp()
+    for x in itertools.product(range(3), repeat=3):
+        x = np.array(x)
+        assert step._logp_and_ratios(x)[0] == pytest.approx(fn({"z": x}), rel=1e-10)

@@ -1,0 +1,71 @@
+"""Categorical benchmark (issue: categorical variables for ALBP and ARWM).
+
+Potts model on a 30x30 lattice with K = 4 states (``pymc_discrete.pymc.models.potts_model``):
+ESS per second of ALBP and ARWM against PyMC's CategoricalGibbsMetropolis with both of its
+proposals. Writes its section of ``benchmarks/RESULTS.md``. Run with
+``python benchmarks/run_categorical.py`` (part of ``make bench``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pymc_discrete as pmd  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    format_table,
+    machine_description,
+    measure,
+    write_section,
+)
+from pymc_discrete.pymc.models import potts_model  # noqa: E402
+
+
+def main(draws: int = 3000, tune: int = 3000, gibbs_draws: int = 60, gibbs_tune: int = 20):
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    model = potts_model(30, 4)
+    start = {"x": np.random.default_rng(0).integers(0, 4, (30, 30))}
+    runs = [
+        ("ALBP (exact ratios)", lambda m: pmd.ALBP([m["x"]]), draws, tune),
+        ("ARWM", lambda m: pmd.ARWM([m["x"]]), draws, tune),
+        ("CategoricalGibbsMetropolis (uniform)",
+         lambda m: pm.CategoricalGibbsMetropolis([m["x"]], proposal="uniform"),
+         gibbs_draws, gibbs_tune),
+        ("CategoricalGibbsMetropolis (proportional)",
+         lambda m: pm.CategoricalGibbsMetropolis([m["x"]], proposal="proportional"),
+         gibbs_draws, gibbs_tune),
+    ]
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pmd.RelaxationWarning)
+        for label, make_step, n_draws, n_tune in runs:
+            print(f"  Potts 30x30 K=4: {label}", flush=True)
+            rows.append(measure(model, label, make_step, draws=n_draws, tune=n_tune, seed=4,
+                                initvals=start, warmup=min(100, n_draws)))
+    text = f"""## Categorical: Potts 30x30, K = 4
+
+Produced by `python benchmarks/run_categorical.py` on {stamp}.
+Machine: {machine_description()}.
+
+`log pi(z) = sum_i h[i, z_i] + 0.5 sum_<ij> [z_i == z_j]`, fields U(-0.5, 0.5), free
+boundaries, uniform random start. ALBP and ARWM: {draws} draws after {tune} tuning per
+chain; CategoricalGibbsMetropolis (a sweep of all sites per draw): {gibbs_draws} draws
+after {gibbs_tune}; 2 chains each. ALBP uses exact ratios (categorical gradient proposals
+are not available yet): 2 colours x 4 values = 9 batched term evaluations per draw.
+
+{format_table(rows, baseline="CategoricalGibbsMetropolis (proportional)")}
+"""
+    write_section("categorical", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
