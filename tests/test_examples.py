@@ -28,3 +28,20 @@ def test_ising_demo_runs_and_compares_the_samplers(tmp_path, capsys):
     by_name = {r.sampler: r for r in rows}
     assert by_name["BinaryGibbsMetropolis"].time_per_draw_ms > by_name["ALBP (barker)"].time_per_draw_ms
     assert all(np.isfinite(r.ejd) and r.ejd > 0 for r in rows)
+
+
+def test_potts_lattice_example_runs(tmp_path):
+    potts = _load("potts_lattice")
+    out = tmp_path / "potts.png"
+    summary = potts.main(side=6, draws=200, out=out)
+    assert out.stat().st_size > 0
+    assert summary["ratios_are_exact"]
+    assert 0.0 < summary["accept"] <= 1.0 and summary["jump_distance"] > 0
+
+
+def test_iris_mixture_example_runs():
+    iris = _load("iris_mixture")
+    score = iris.main(draws=100, tune=100)
+    assert 1 / 3 <= score <= 1.0
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    assert iris.agreement(labels, np.array([2, 2, 0, 0, 1, 1])) == 1.0
