@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_core.py
 	$(PY) benchmarks/run_exact.py
 	$(PY) benchmarks/run_categorical.py
+	$(PY) benchmarks/run_mixture.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
