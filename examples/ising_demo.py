@@ -41,7 +41,7 @@ def main(side: int = 50, out: Path = ROOT / "examples" / "ising_demo.png",
     for label, make_step, draws, tune in runs:
         print(f"sampling with {label} ({draws} draws + {tune} tuning, 2 chains) ...", flush=True)
         rows.append(measure(model, label, make_step, draws=draws, tune=tune, seed=1,
-                            initvals=start))
+                            initvals=start, warmup=min(100, draws // 5)))
     print()
     print(f"Ising {side}x{side} (C2), N = {side * side} sites; {machine_description()}")
     print(format_table(rows, baseline="BinaryGibbsMetropolis"))
