@@ -194,3 +194,20 @@ def test_label_indexing_relaxes_exactly_or_falls_back(index):
     for x in itertools.product(range(3), repeat=3):
         x = np.array(x)
         assert step._logp_and_ratios(x)[0] == pytest.approx(fn({"z": x}), rel=1e-10)
+
+
+def test_categorical_chains_reproduce_across_cores_and_register(potts):
+    """Same seed, same draws with cores 1 and 2 (the step pickles into worker processes),
+    and register() makes pm.sample pick ALBP for Categorical variables too."""
+    from pymc.sampling.mcmc import assign_step_methods
+
+    model, _ = potts
+    step = pmd.ALBP([model["z"]], model=model)
+    runs = [_sample(model, step, draws=100, tune=100, cores=cores) for cores in (1, 2)]
+    np.testing.assert_array_equal(runs[0].posterior["z"].values, runs[1].posterior["z"].values)
+    pmd.register()
+    try:
+        _, selected = assign_step_methods(model, None)
+        assert pmd.ALBP in selected
+    finally:
+        pmd.unregister()
