@@ -24,20 +24,13 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import machine_description, write_section  # noqa: E402
-from iris_mixture import agreement, mixture_model  # noqa: E402
+from iris_mixture import agreement, mixture_model, mixture_parameters  # noqa: E402
 
 
 def marginal_model(data: np.ndarray, k: int = 3) -> pm.Model:
     """The same mixture with the labels summed out (a logsumexp potential)."""
-    n, d = data.shape
     with pm.Model() as model:
-        w = pm.Dirichlet("w", np.ones(k))
-        first = pm.Normal("mu_first", 0.0, 2.0, shape=k,
-                          transform=pm.distributions.transforms.ordered,
-                          initval=np.linspace(-1.0, 1.0, k))
-        rest = pm.Normal("mu_rest", 0.0, 2.0, shape=(k, d - 1))
-        mu = pm.Deterministic("mu", pt.concatenate([first[:, None], rest], axis=1))
-        sigma = pm.HalfNormal("sigma", 1.0, shape=(k, d))
+        w, mu, sigma = mixture_parameters(k, data.shape[1])
         y = pt.as_tensor(data)[:, None, :]
         component = pm.logp(pm.Normal.dist(mu[None], sigma[None]), y).sum(-1) + pt.log(w)
         pm.Potential("mixture", pt.logsumexp(component, axis=1).sum())

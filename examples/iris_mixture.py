@@ -20,17 +20,24 @@ from sklearn.datasets import load_iris
 import pymc_discrete as pmd
 
 
+def mixture_parameters(k: int, d: int):
+    """Inside a model: Dirichlet weights, means ordered on their first coordinate (against
+    label switching) and HalfNormal scales of k diagonal Gaussians in d dimensions."""
+    w = pm.Dirichlet("w", np.ones(k))
+    first = pm.Normal("mu_first", 0.0, 2.0, shape=k,
+                      transform=pm.distributions.transforms.ordered,
+                      initval=np.linspace(-1.0, 1.0, k))
+    rest = pm.Normal("mu_rest", 0.0, 2.0, shape=(k, d - 1))
+    mu = pm.Deterministic("mu", pt.concatenate([first[:, None], rest], axis=1))
+    sigma = pm.HalfNormal("sigma", 1.0, shape=(k, d))
+    return w, mu, sigma
+
+
 def mixture_model(data: np.ndarray, k: int = 3) -> pm.Model:
-    """Mixture of k diagonal Gaussians with a Dirichlet on the weights."""
+    """Mixture of k diagonal Gaussians with a Dirichlet on the weights; labels ``z``."""
     n, d = data.shape
     with pm.Model() as model:
-        w = pm.Dirichlet("w", np.ones(k))
-        first = pm.Normal("mu_first", 0.0, 2.0, shape=k,
-                          transform=pm.distributions.transforms.ordered,
-                          initval=np.linspace(-1.0, 1.0, k))
-        rest = pm.Normal("mu_rest", 0.0, 2.0, shape=(k, d - 1))
-        mu = pm.Deterministic("mu", pt.concatenate([first[:, None], rest], axis=1))
-        sigma = pm.HalfNormal("sigma", 1.0, shape=(k, d))
+        w, mu, sigma = mixture_parameters(k, d)
         z = pm.Categorical("z", w, shape=n)
         pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=data)
     return model

@@ -151,6 +151,11 @@ class _SiteBlockStep(ArrayStepShared):
         """Current scale R (real-valued; each draw rounds it probabilistically)."""
         return self.adapter.scale
 
+    def _shared_vars(self) -> dict:
+        """Other value variable -> the shared variable PyMC keeps its current value in."""
+        name_to_value = {v.name: v for v in self.model.value_vars}
+        return {name_to_value[name]: s for name, s in self.shared.items()}
+
     # ---- sampling --------------------------------------------------------------------
     def _others_changed(self) -> bool:
         """Whether another step changed the variables outside the block since the last draw."""
@@ -328,10 +333,6 @@ class ALBP(_SiteBlockStep):
             )
         self.ratios_are_exact = self._ratios_match_flips()
 
-    def _shared_vars(self) -> dict:
-        name_to_value = {v.name: v for v in self.model.value_vars}
-        return {name_to_value[name]: s for name, s in self.shared.items()}
-
     def _check_relaxation(self) -> None:
         """The relaxed logp must equal the exact logp at the (integer) initial point."""
         point = self._initial_point
@@ -450,10 +451,8 @@ class ARWM(_SiteBlockStep):
             rng=rng,
             blocked=blocked,
         )
-        name_to_value = {v.name: v for v in self.model.value_vars}
-        shared = {name_to_value[name]: s for name, s in self.shared.items()}
         self._logp = compile_exact_logp(
-            self.model, self.vars, self._initial_point, shared, compile_kwargs
+            self.model, self.vars, self._initial_point, self._shared_vars(), compile_kwargs
         )
 
     def _init_state(self, x: np.ndarray):
