@@ -16,7 +16,7 @@ import numpy as np
 from pymc_discrete.kernels.common import (
     StepInfo,
     metropolis_hastings,
-    probabilistic_round,
+    draw_proposal_size,
     step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
@@ -148,8 +148,7 @@ def albp_step(
     info : StepInfo
     """
     n = state.x.size
-    u = rng.random(2)
-    r = probabilistic_round(scale, u[0], n)
+    r, u_accept = draw_proposal_size(scale, rng, n)
     y, picks, logq_forward = _albp_forward(state.x, state.weights, r, rng)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
@@ -157,7 +156,7 @@ def albp_step(
     logp_y = float(logp_y)
     ratios_y = np.asarray(ratios_y, dtype=np.float64)
     weights_y, logq_reverse = _albp_reverse(ratios_y, code, picks)
-    accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u[1])
+    accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u_accept)
     return step_result(state, BinaryLBState(y, logp_y, ratios_y, weights_y), accepted, prob, r)
 
 
@@ -189,10 +188,9 @@ def arwm_step(
     info : StepInfo
     """
     n = state.x.size
-    u = rng.random(2)
-    r = probabilistic_round(scale, u[0], n)
+    r, u_accept = draw_proposal_size(scale, rng, n)
     picks = rng.choice(n, size=r, replace=False)
     y = _flip(state.x, picks)
     logp_y = float(logp(y))
-    accepted, prob = metropolis_hastings(state.logp, logp_y, 0.0, u[1])
+    accepted, prob = metropolis_hastings(state.logp, logp_y, 0.0, u_accept)
     return step_result(state, BinaryRWState(y, logp_y), accepted, prob, r)

@@ -21,7 +21,7 @@ import numpy as np
 from pymc_discrete.kernels.common import (
     StepInfo,
     metropolis_hastings,
-    probabilistic_round,
+    draw_proposal_size,
     step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
@@ -148,8 +148,7 @@ def categorical_albp_step(
     info : StepInfo
     """
     n = state.x.size
-    u = rng.random(2)
-    r = probabilistic_round(scale, u[0], n)
+    r, u_accept = draw_proposal_size(scale, rng, n)
     y, picks, logq_forward = _forward(state.x, state.weights, state.site_weights, r, rng)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
@@ -157,7 +156,7 @@ def categorical_albp_step(
     logp_y = float(logp_y)
     table_y = np.asarray(table_y, dtype=np.float64)
     weights_y, site_weights_y, logq_reverse = _reverse(state.x, table_y, code, picks)
-    accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u[1])
+    accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u_accept)
     proposed = CategoricalLBState(y, logp_y, table_y, weights_y, site_weights_y)
     return step_result(state, proposed, accepted, prob, r)
 
@@ -188,12 +187,11 @@ def categorical_arwm_step(
     info : StepInfo
     """
     n = state.x.size
-    u = rng.random(2)
-    r = probabilistic_round(scale, u[0], n)
+    r, u_accept = draw_proposal_size(scale, rng, n)
     picks = rng.choice(n, size=r, replace=False)
     y = state.x.copy()
     shift = 1 + (rng.random(r) * (n_categories[picks] - 1)).astype(np.int64)
     y[picks] = (y[picks] + shift) % n_categories[picks]
     logp_y = float(logp(y))
-    accepted, prob = metropolis_hastings(state.logp, logp_y, 0.0, u[1])
+    accepted, prob = metropolis_hastings(state.logp, logp_y, 0.0, u_accept)
     return step_result(state, CategoricalRWState(y, logp_y), accepted, prob, r)

@@ -10,6 +10,7 @@ import numpy as np
 __all__ = [
     "StepInfo",
     "acceptance_probability",
+    "draw_proposal_size",
     "metropolis_hastings",
     "probabilistic_round",
     "step_result",
@@ -61,6 +62,21 @@ def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
     base = math.floor(scale)
     r = base + (1 if u < scale - base else 0)
     return int(min(max(r, 1), n_sites))
+
+
+def draw_proposal_size(scale: float, rng: np.random.Generator, n_sites: int) -> tuple[int, float]:
+    """Draw the two uniforms of a step: R by probabilistic rounding of ``scale``, and the
+    uniform of the Metropolis-Hastings decision.
+
+    Returns
+    -------
+    r : int
+        Number of sites to change, in [1, n_sites].
+    u_accept : float
+        Uniform on [0, 1) for :func:`metropolis_hastings`.
+    """
+    u = rng.random(2)
+    return probabilistic_round(scale, u[0], n_sites), float(u[1])
 
 
 def acceptance_probability(log_alpha: float) -> float:

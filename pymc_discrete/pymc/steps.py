@@ -163,10 +163,10 @@ class _SiteBlockStep(ArrayStepShared):
             return False
         current = [s.get_value(borrow=True) for s in self.shared.values()]
         seen = self._shared_seen
+        if seen is not None and all(np.array_equal(a, b) for a, b in zip(seen, current)):
+            return False
         self._shared_seen = [np.array(c, copy=True) for c in current]
-        if seen is None:
-            return True
-        return any(not np.array_equal(a, b) for a, b in zip(seen, current))
+        return True
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
         x = np.asarray(q0.data, dtype=np.int64)
