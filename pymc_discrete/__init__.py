@@ -10,6 +10,7 @@ from pymc_discrete import pymc as _glue
 from pymc_discrete.pymc import (
     ALBP,
     ARWM,
+    PAS,
     RelaxationError,
     RelaxationWarning,
     is_registered,

@@ -8,17 +8,27 @@ from pymc_discrete.kernels.binary import (
     init_lb_state,
 )
 from pymc_discrete.kernels.common import StepInfo, probabilistic_round
+from pymc_discrete.kernels.path import (
+    PathState,
+    init_path_state,
+    pafs_step,
+    pas_step,
+)
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
 from pymc_discrete.kernels.weights import WEIGHT_CODES, balanced_weights, weight_code
 
 __all__ = [
     "BinaryLBState",
     "BinaryRWState",
+    "PathState",
     "StepInfo",
     "WEIGHT_CODES",
     "albp_step",
     "arwm_step",
     "init_lb_state",
+    "init_path_state",
+    "pafs_step",
+    "pas_step",
     "balanced_weights",
     "ordered_picks_logprob",
     "probabilistic_round",

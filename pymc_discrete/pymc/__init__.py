@@ -2,11 +2,12 @@
 
 from pymc_discrete.pymc.register import is_registered, register, unregister
 from pymc_discrete.pymc.relaxation import RelaxationError
-from pymc_discrete.pymc.steps import ALBP, ARWM, RelaxationWarning
+from pymc_discrete.pymc.steps import ALBP, ARWM, PAS, RelaxationWarning
 
 __all__ = [
     "ALBP",
     "ARWM",
+    "PAS",
     "RelaxationError",
     "RelaxationWarning",
     "is_registered",

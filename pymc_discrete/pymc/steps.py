@@ -28,6 +28,7 @@ from pymc_discrete.kernels.categorical import (
     init_categorical_lb_state,
 )
 from pymc_discrete.kernels.common import StepInfo
+from pymc_discrete.kernels.path import init_path_state, pafs_step, pas_step
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.compiled import (
     compile_exact_logp,
@@ -43,7 +44,7 @@ from pymc_discrete.pymc.validation import (
     check_unit_interval,
 )
 
-__all__ = ["ALBP", "ARWM", "RelaxationWarning", "max_scale"]
+__all__ = ["ALBP", "ARWM", "PAS", "RelaxationWarning", "max_scale"]
 
 
 class RelaxationWarning(UserWarning):
@@ -77,6 +78,8 @@ class _SiteBlockStep(ArrayStepShared):
 
     default_blocked = True
     stats_dtypes_shapes = STATS_DTYPES_SHAPES
+    #: name of the constructor argument that sets the initial scale (for error messages)
+    _scale_parameter = "initial_scale"
     _state_class = StepMethodState
 
     def __init__(
@@ -110,13 +113,21 @@ class _SiteBlockStep(ArrayStepShared):
             isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
         ]
         self.is_binary = not any(self._categorical)
+        name = self._scale_parameter
+        if isinstance(initial_scale, str) and initial_scale == "default":
+            initial_scale = min(2.0, self._max_scale(self.n_sites))
         try:
             initial_scale = float(initial_scale)
         except (TypeError, ValueError):
-            raise ValueError(f"initial_scale must be a number, got {initial_scale!r}") from None
-        self.adapter = ScaleAdapter(
-            self.target_accept, initial_scale, 1.0, max_scale(self.n_sites), adapt=adapt
-        )
+            raise ValueError(f"{name} must be a number, got {initial_scale!r}") from None
+        try:
+            self.adapter = ScaleAdapter(
+                self.target_accept, initial_scale, 1.0, self._max_scale(self.n_sites),
+                adapt=adapt,
+            )
+        except ValueError as err:
+            raise ValueError(str(err).replace("initial_scale", name)) from None
+
         self._initial_logp = check_initial_point(model, initial_point, value_vars, counts)
         self.tune = True
         self._n_tune: int | None = None
@@ -125,6 +136,11 @@ class _SiteBlockStep(ArrayStepShared):
         shared = make_shared_replacements(initial_point, value_vars, model)
         self._initial_point = initial_point
         super().__init__(value_vars, shared, blocked=blocked, rng=rng)
+
+    @staticmethod
+    def _max_scale(n_sites: int) -> float:
+        """Upper bound of the scale: :func:`max_scale`."""
+        return max_scale(n_sites)
 
     # ---- lifecycle -------------------------------------------------------------------
     def setup_chain(self, rng, tune: int, draws: int) -> None:
@@ -204,7 +220,98 @@ class _SiteBlockStep(ArrayStepShared):
         return Competence.INCOMPATIBLE
 
 
-class ALBP(_SiteBlockStep):
+class _InformedStep(_SiteBlockStep):
+    """A step whose proposal is driven by local log-ratios (gradient or exact)."""
+
+    def _compile_ratios(self, compile_kwargs: dict | None) -> None:
+        """Compile ``x -> (logp, local log-ratios)`` for the proposal asked for, falling back
+        from the gradient to exact ratios when the model cannot be relaxed."""
+        shared = self._shared_vars()
+        if self.proposal == "gradient":
+            try:
+                if self.is_binary:
+                    self._logp_and_ratios = compile_logp_and_ratios(
+                        self.model, self.vars, self.shapes, shared, compile_kwargs
+                    )
+                else:
+                    self._logp_and_ratios = compile_logp_and_table(
+                        self.model, self.vars, self.shapes, self._categorical,
+                        self._counts, shared, compile_kwargs,
+                    )
+            except RelaxationError as err:
+                self.fallback_reason = str(err)
+                self.proposal = "exact"
+                warnings.warn(
+                    f"{type(self).__name__} cannot use gradient proposals for {self.var_names}: "
+                    f"{err}. "
+                    "Falling back to proposal='exact'.",
+                    RelaxationWarning,
+                    stacklevel=3,
+                )
+            else:
+                self._check_relaxation()
+        if self.proposal == "exact":
+            self._logp_and_ratios = ExactRatios(
+                self.model, self.vars, self._initial_point, shared, compile_kwargs,
+                n_categories=None if self.is_binary else self.n_categories,
+            )
+        self.ratios_are_exact = self._ratios_match_flips()
+
+    def _check_relaxation(self) -> None:
+        """The relaxed logp must equal the exact logp at the (integer) initial point."""
+        point = self._initial_point
+        for name, s in self.shared.items():
+            s.set_value(point[name])
+        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+        relaxed, _ = self._logp_and_ratios(x0)
+        exact = self._initial_logp
+        # PyMC may evaluate some terms in float32 (constants such as p=0.5 are stored as
+        # float32), so agreement is required to single precision, not to the last bit; a
+        # wrong relaxation is off by O(1)
+        if not np.isclose(relaxed, exact, rtol=1e-6, atol=1e-6):
+            raise RuntimeError(
+                f"the relaxed log density {relaxed!r} differs from the exact one {exact!r} at "
+                "the initial point; the model has a term this relaxation does not cover"
+            )
+
+    def _ratios_match_flips(self, max_sites: int = 200) -> bool:
+        """Compare the proposal's log-ratios with single flips (exact log densities) at the
+        initial point, and again with the other continuous variables moved to random
+        values (a coefficient at exactly 0 can make a first-order estimate look exact)."""
+        point = self._initial_point
+        rng = np.random.default_rng(0)
+        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+        sites = np.arange(x0.size)
+        if x0.size > max_sites:
+            sites = np.sort(rng.choice(x0.size, max_sites, replace=False))
+        try:
+            for perturb in (False, True):
+                for name, s in self.shared.items():
+                    value = np.asarray(point[name])
+                    if perturb and np.issubdtype(value.dtype, np.floating):
+                        value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
+                    s.set_value(value)
+                logp0, ratios = self._logp_and_ratios(x0)
+                table = ratios.reshape(x0.size, -1)
+                for i in sites:
+                    for v in range(self.n_categories[i]):
+                        if v == x0[i]:
+                            continue
+                        y = x0.copy()
+                        y[i] = v if not self.is_binary else 1 - y[i]
+                        flip = self._logp_and_ratios(y)[0] - logp0
+                        estimate = table[i, 0] if self.is_binary else table[i, v]
+                        if not np.isclose(estimate, flip, rtol=1e-7, atol=1e-7) and not (
+                            np.isneginf(flip) and np.isneginf(estimate)
+                        ):
+                            return False
+            return True
+        finally:
+            for name, s in self.shared.items():
+                s.set_value(point[name])
+
+
+class ALBP(_InformedStep):
     """Adaptive locally balanced proposal for binary and categorical variables.
 
     Each draw picks R sites without replacement with probability proportional to the
@@ -303,88 +410,7 @@ class ALBP(_SiteBlockStep):
             rng=rng,
             blocked=blocked,
         )
-        shared = self._shared_vars()
-        if self.proposal == "gradient":
-            try:
-                if self.is_binary:
-                    self._logp_and_ratios = compile_logp_and_ratios(
-                        self.model, self.vars, self.shapes, shared, compile_kwargs
-                    )
-                else:
-                    self._logp_and_ratios = compile_logp_and_table(
-                        self.model, self.vars, self.shapes, self._categorical,
-                        self._counts, shared, compile_kwargs,
-                    )
-            except RelaxationError as err:
-                self.fallback_reason = str(err)
-                self.proposal = "exact"
-                warnings.warn(
-                    f"ALBP cannot use gradient proposals for {self.var_names}: {err}. "
-                    "Falling back to proposal='exact'.",
-                    RelaxationWarning,
-                    stacklevel=2,
-                )
-            else:
-                self._check_relaxation()
-        if self.proposal == "exact":
-            self._logp_and_ratios = ExactRatios(
-                self.model, self.vars, self._initial_point, shared, compile_kwargs,
-                n_categories=None if self.is_binary else self.n_categories,
-            )
-        self.ratios_are_exact = self._ratios_match_flips()
-
-    def _check_relaxation(self) -> None:
-        """The relaxed logp must equal the exact logp at the (integer) initial point."""
-        point = self._initial_point
-        for name, s in self.shared.items():
-            s.set_value(point[name])
-        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
-        relaxed, _ = self._logp_and_ratios(x0)
-        exact = self._initial_logp
-        # PyMC may evaluate some terms in float32 (constants such as p=0.5 are stored as
-        # float32), so agreement is required to single precision, not to the last bit; a
-        # wrong relaxation is off by O(1)
-        if not np.isclose(relaxed, exact, rtol=1e-6, atol=1e-6):
-            raise RuntimeError(
-                f"the relaxed log density {relaxed!r} differs from the exact one {exact!r} at "
-                "the initial point; the model has a term this relaxation does not cover"
-            )
-
-    def _ratios_match_flips(self, max_sites: int = 200) -> bool:
-        """Compare the proposal's log-ratios with single flips (exact log densities) at the
-        initial point, and again with the other continuous variables moved to random
-        values (a coefficient at exactly 0 can make a first-order estimate look exact)."""
-        point = self._initial_point
-        rng = np.random.default_rng(0)
-        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
-        sites = np.arange(x0.size)
-        if x0.size > max_sites:
-            sites = np.sort(rng.choice(x0.size, max_sites, replace=False))
-        try:
-            for perturb in (False, True):
-                for name, s in self.shared.items():
-                    value = np.asarray(point[name])
-                    if perturb and np.issubdtype(value.dtype, np.floating):
-                        value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
-                    s.set_value(value)
-                logp0, ratios = self._logp_and_ratios(x0)
-                table = ratios.reshape(x0.size, -1)
-                for i in sites:
-                    for v in range(self.n_categories[i]):
-                        if v == x0[i]:
-                            continue
-                        y = x0.copy()
-                        y[i] = v if not self.is_binary else 1 - y[i]
-                        flip = self._logp_and_ratios(y)[0] - logp0
-                        estimate = table[i, 0] if self.is_binary else table[i, v]
-                        if not np.isclose(estimate, flip, rtol=1e-7, atol=1e-7) and not (
-                            np.isneginf(flip) and np.isneginf(estimate)
-                        ):
-                            return False
-            return True
-        finally:
-            for name, s in self.shared.items():
-                s.set_value(point[name])
+        self._compile_ratios(compile_kwargs)
 
     def _init_state(self, x: np.ndarray):
         if self.is_binary:
@@ -464,6 +490,128 @@ class ARWM(_SiteBlockStep):
         if self.is_binary:
             return arwm_step(state, scale, self.rng, self._logp)
         return categorical_arwm_step(state, scale, self.rng, self._logp, self.n_categories)
+
+    @staticmethod
+    def competence(var, has_grad=False):
+        """COMPATIBLE for Bernoulli and Categorical variables (ALBP is the IDEAL choice)."""
+        if isinstance(getattr(var.owner, "op", None), BernoulliRV | CategoricalRV):
+            return Competence.COMPATIBLE
+        return Competence.INCOMPATIBLE
+
+
+class PAS(_InformedStep):
+    """Path auxiliary sampler for binary and categorical variables.
+
+    Each draw walks a path of L single-site moves, each drawn from the locally balanced
+    proposal at the current point of the path (sites may repeat), and accepts or rejects
+    the path's end as a whole with the path auxiliary Metropolis-Hastings ratio (Sun et
+    al., Algorithm 1 and eq. 6). Composing local moves lets it cross valleys that
+    single-site and without-replacement samplers cannot (e.g. the parity model). The path
+    length L is uniform on {1, ..., 2X - 1}; X is tuned during PyMC's tune phase toward
+    ``target_accept`` and frozen after.
+
+    Parameters
+    ----------
+    vars : list of random variables, optional
+        Bernoulli and Categorical variables to sample as one block (default: all free
+        variables).
+    weight : {"sqrt", "barker"}
+        Locally balanced function ``sqrt(t)`` (the paper's choice) or ``t / (1 + t)``.
+    proposal : {"gradient", "exact"}
+        ``"gradient"`` (PAFS): every move of the forward path is scored with the
+        first-order expansion of the relaxed log density at x, every move of the reverse
+        path with the expansion at y, so a draw costs one logp+gradient call plus
+        O(N + L (K + log N)). ``"exact"`` (PAS): exact local ratios at every point of the
+        path, one batched evaluation of the model's terms per move (L per draw). A model
+        that cannot be relaxed falls back to ``"exact"`` with a
+        :class:`RelaxationWarning`.
+    path_length : float, optional
+        X, the mean path length, at the start of tuning (or always, with
+        ``adapt=False``); between 1 and the number of sites N. Default: 2 (1 for a
+        single site).
+    adapt : bool
+        Tune X during PyMC's tune phase (dual averaging on log X, averaged iterate frozen
+        at the end of tuning).
+    target_accept : float
+        Acceptance rate X is tuned toward, in (0, 1). The default 0.574 is the optimum
+        of the locally balanced proposal that changes several sites at once (Sun et al.
+        give none for paths); ``benchmarks/run_path.py`` shows the tuned X near the X of
+        largest expected jump per second on the Ising model.
+    model : pymc.Model, optional
+    initial_point, compile_kwargs, rng, blocked
+        Passed by ``pm.sample`` when it builds the step itself.
+
+    Attributes
+    ----------
+    scale : float
+        The current X.
+    proposal : str
+        The proposal in use (``"exact"`` after a fallback).
+    fallback_reason : str or None
+        Why the gradient proposal was unavailable, if it was.
+    ratios_are_exact : bool
+        Whether the gradient ratios equal the exact ones at the initial point.
+
+    Notes
+    -----
+    Sampler statistics per draw: ``accept``, ``accepted``, ``scaling`` (X used),
+    ``n_proposed`` (the path length L) and ``jump_distance`` (Hamming distance between
+    the old and the new point; a path may return sites to their values).
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model():
+    ...     x = pm.Bernoulli("x", 0.5, shape=20)
+    ...     idata = pm.sample(step=pmd.PAS([x]), chains=1, progressbar=False)  # doctest: +SKIP
+    """
+
+    name = "pas"
+    _scale_parameter = "path_length"
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        weight: str = "sqrt",
+        proposal: str = "gradient",
+        path_length: float | None = None,
+        adapt: bool = True,
+        target_accept: float = 0.574,
+        model=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+        rng=None,
+        blocked: bool = True,
+    ) -> None:
+        self.weight = check_choice("weight", weight, ("barker", "sqrt"))
+        self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
+        self.fallback_reason: str | None = None
+        self._code = weight_code(self.weight)
+        super().__init__(
+            vars,
+            target_accept=target_accept,
+            initial_scale=path_length if path_length is not None else "default",
+            adapt=adapt,
+            model=model,
+            initial_point=initial_point,
+            rng=rng,
+            blocked=blocked,
+        )
+        self._compile_ratios(compile_kwargs)
+
+    @staticmethod
+    def _max_scale(n_sites: int) -> float:
+        """X may reach N: a path of random length, sites drawn with replacement, is no
+        involution, so the "flip everything" periodicity that caps R at N/2 cannot occur."""
+        return float(max(1, n_sites))
+
+    def _init_state(self, x: np.ndarray):
+        return init_path_state(x, self._logp_and_ratios, self._code)
+
+    def _kernel_step(self, state, scale: float):
+        step = pafs_step if self.proposal == "gradient" else pas_step
+        return step(state, scale, self.rng, self._logp_and_ratios, self._code)
 
     @staticmethod
     def competence(var, has_grad=False):

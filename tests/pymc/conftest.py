@@ -71,3 +71,27 @@ def mixed_truth():
         mu_means.append(r.sum() / (n + 1))
     w = np.array(weights) / np.sum(weights)
     return w @ all_states(3), float(w @ np.array(mu_means))
+
+
+# A Potts-like model of four 3-category sites: field p and pairwise couplings J.
+P_POTTS = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4], [0.6, 0.2, 0.2]])
+J_POTTS = np.array([[0, 0.8, -0.5, 0.3], [0.8, 0, 0.6, 0], [-0.5, 0.6, 0, 0.7], [0.3, 0, 0.7, 0]])
+
+
+@pytest.fixture(scope="session")
+def potts():
+    """Four categorical sites with pairwise couplings, and their exact marginals (4, 3)."""
+    with pm.Model() as model:
+        z = pm.Categorical("z", P_POTTS, shape=4)
+        same = pt.eq(z[:, None], z[None, :])
+        pm.Potential("coupling", 0.5 * (pt.as_tensor(J_POTTS) * same).sum())
+    logps = []
+    states = np.array(list(itertools.product(range(3), repeat=4)))
+    for s in states:
+        lp = np.log(P_POTTS[np.arange(4), s]).sum()
+        lp += 0.5 * (J_POTTS * (s[:, None] == s[None, :])).sum()
+        logps.append(lp)
+    p = np.exp(np.array(logps) - max(logps))
+    p /= p.sum()
+    truth = np.array([[p[states[:, i] == c].sum() for c in range(3)] for i in range(4)])
+    return model, truth

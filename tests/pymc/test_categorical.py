@@ -14,6 +14,7 @@ import pytest
 from scipy.special import gammaln
 
 import pymc_discrete as pmd
+from tests.pymc.checks import one_hot_means_within_mcse
 
 N_MCSE = 4.0
 
@@ -26,43 +27,6 @@ def _sample(model, step, **kwargs):
         return pm.sample(step=step, **kwargs)
 
 
-def _one_hot_means_within_mcse(idata, name, truth):
-    """P(z_i = c) from the draws against ``truth`` (n_sites, K), within N_MCSE MCSE."""
-    z = idata.posterior[name].values
-    k = truth.shape[1]
-    one_hot = (z[..., None] == np.arange(k)).astype(float)  # (chain, draw, site, K)
-    mean = one_hot.mean(axis=(0, 1))
-    mcse = np.asarray(az.mcse(one_hot))
-    # a category that is never visited has an estimated MCSE of 0: floor the MCSE at the
-    # binomial standard error of independent draws of that probability
-    n_draws = z.shape[0] * z.shape[1]
-    mcse = np.maximum(mcse, np.sqrt(truth * (1 - truth) / n_draws))
-    ok = np.abs(mean - truth) <= N_MCSE * mcse + 1e-12
-    assert ok.all(), (mean, truth, mcse)
-
-
-P_SITE = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4], [0.6, 0.2, 0.2]])
-J = np.array([[0, 0.8, -0.5, 0.3], [0.8, 0, 0.6, 0], [-0.5, 0.6, 0, 0.7], [0.3, 0, 0.7, 0]])
-
-
-@pytest.fixture(scope="module")
-def potts():
-    with pm.Model() as model:
-        z = pm.Categorical("z", P_SITE, shape=4)
-        same = pt.eq(z[:, None], z[None, :])
-        pm.Potential("coupling", 0.5 * (pt.as_tensor(J) * same).sum())
-    logps = []
-    states = np.array(list(itertools.product(range(3), repeat=4)))
-    for s in states:
-        lp = np.log(P_SITE[np.arange(4), s]).sum()
-        lp += 0.5 * (J * (s[:, None] == s[None, :])).sum()
-        logps.append(lp)
-    p = np.exp(np.array(logps) - max(logps))
-    p /= p.sum()
-    truth = np.array([[p[states[:, i] == c].sum() for c in range(3)] for i in range(4)])
-    return model, truth
-
-
 @pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM], ids=["albp", "arwm"])
 def test_potts_marginals_match_enumeration(potts, cls):
     model, truth = potts
@@ -71,7 +35,7 @@ def test_potts_marginals_match_enumeration(potts, cls):
         step = cls([model["z"]], model=model)
     assert not step.is_binary and list(step.n_categories) == [3] * 4
     idata = _sample(model, step)
-    _one_hot_means_within_mcse(idata, "z", truth)
+    one_hot_means_within_mcse(idata, "z", truth)
 
 
 def test_potts_relaxes_to_one_hot_with_exact_gradient_ratios(potts):
@@ -129,7 +93,7 @@ def test_mixture_labels_with_a_dirichlet_sampled_by_nuts():
         step = pmd.ALBP([z], model=model)
     assert step.proposal == "gradient"
     idata = _sample(model, [step])
-    _one_hot_means_within_mcse(idata, "z", truth)
+    one_hot_means_within_mcse(idata, "z", truth)
     w_truth = p @ np.array(w_means)
     mean = idata.posterior["w"].mean(("chain", "draw")).values
     mcse = az.mcse(idata, var_names=["w"])["w"].values
@@ -156,7 +120,7 @@ def test_block_mixing_bernoulli_and_categorical():
     mean, mcse = g_draws.mean(), float(az.mcse(g_draws.astype(float)))
     assert abs(mean - p @ states[:, 0]) <= N_MCSE * mcse
     truth = np.array([[p[states[:, 1 + i] == c].sum() for c in range(3)] for i in range(2)])
-    _one_hot_means_within_mcse(idata, "z", truth)
+    one_hot_means_within_mcse(idata, "z", truth)
 
 
 def test_categorical_bad_input():

@@ -1,0 +1,472 @@
+"""One Metropolis-Hastings step of the path auxiliary sampler (PAS) and its fast,
+linearised form (PAFS), on binary and categorical sites.
+
+A path ``x = s_0 -> s_1 -> ... -> s_L = y`` of L single-site moves is drawn, each from the
+locally balanced proposal ``Q(s, s') = g(pi(s') / pi(s)) / Z(s)`` over the neighbours of
+``s`` (one site changed to one other value; sites may repeat along the path), and the
+whole path is accepted or rejected with the path auxiliary ratio (Algorithm 1 and eq. 6
+of the path auxiliary paper):
+
+    alpha = pi(y) prod_l Q'(s_l, s_{l-1}) / (pi(x) prod_l Q(s_{l-1}, s_l)).
+
+**PAS** (exact ratios) evaluates the local log-ratios afresh at every point of the path
+(Q' = Q). **PAFS** (linearised) scores every move of the forward path with the
+first-order expansion of the log density at x, and every move of the reverse path with
+the expansion at y, so one evaluation of the log density and its local ratios at y is
+all a draw needs. The formula above is used in both cases; with exact ratios and a
+locally balanced g it equals ``Z(x) / Z(y)``, but computing the general form keeps the
+chain exact even if the "exact" ratios were not.
+
+Ratios are kept as a *potential table* ``P`` anchored at a point a: ``P[i, c]`` is the
+log-ratio of moving site i from ``a_i`` to c, ``P[i, a_i] = 0``, and ``-inf`` marks
+impossible values (padding of sites with fewer categories, moves with NaN or -inf log
+density). Under the linearisation at a, the log-ratio of moving site i from any value
+b to c is ``P[i, c] - P[i, b]``, so after a move only the moved site's weights change.
+The site weights live in the leaves of a sum tree (every node the sum of its two
+children, recomputed, never updated by differences, so no cancellation builds up):
+drawing a move and updating a site cost O(K + log N), and a PAFS path costs
+O(N + L (K + log N)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_discrete.kernels.common import (
+    StepInfo,
+    metropolis_hastings,
+    probabilistic_round,
+)
+from pymc_discrete.kernels.weights import _log_g
+
+__all__ = [
+    "PathState",
+    "draw_path_length",
+    "init_path_state",
+    "potential_table",
+    "pas_step",
+    "pafs_step",
+    "path_logprob",
+]
+
+#: ``x -> (log density, local log-ratios)``: shape (N,) for binary sites (the ratio of
+#: flipping each site) or (N, K) for categorical sites (NaN at the current values).
+LogpAndRatios = Callable[[np.ndarray], tuple[float, np.ndarray]]
+
+#: Rebuild every site weight at a new scale when a weight would exceed this many e-folds
+#: above the current one, or the total fall below exp(-_RESCALE) (no overflow, no
+#: underflow of the whole tree).
+_RESCALE = 600.0
+
+
+class PathState(NamedTuple):
+    """State of a path auxiliary chain.
+
+    Attributes
+    ----------
+    x : ndarray of int64, shape (N,)
+        The point.
+    logp : float
+        Its log density.
+    potentials : ndarray of float64, shape (N, K)
+        Potential table anchored at ``x`` (module docstring); K = 2 for binary sites.
+    log_scale : float
+        The site weights are ``sum_c g(exp(P[i, c])) / exp(log_scale)``.
+    site_weights : ndarray of float64, shape (N,)
+        Scaled total weight of moving each site.
+    """
+
+    x: np.ndarray
+    logp: float
+    potentials: np.ndarray
+    log_scale: float
+    site_weights: np.ndarray
+
+
+def potential_table(x: np.ndarray, ratios: np.ndarray) -> np.ndarray:
+    """Potential table anchored at ``x`` from local log-ratios.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (N,)
+    ratios : ndarray of float64, shape (N,) or (N, K)
+        Binary flip ratios, or a categorical table (any value at ``[i, x_i]``).
+
+    Returns
+    -------
+    ndarray of float64, shape (N, K)
+        ``P[i, x_i] = 0``, ``P[i, c]`` the ratio of moving site i to c, ``-inf`` where
+        the ratio is NaN or -inf.
+
+    Examples
+    --------
+    >>> potential_table(np.array([0, 1]), np.array([0.5, -1.0])).tolist()
+    [[0.0, 0.5], [-1.0, 0.0]]
+    """
+    x = np.asarray(x, dtype=np.int64)
+    ratios = np.asarray(ratios, dtype=np.float64)
+    rows = np.arange(x.size)
+    if ratios.ndim == 1:
+        table = np.zeros((x.size, 2))
+        table[rows, 1 - x] = ratios
+    else:
+        table = ratios.copy()
+    table[~(table > -np.inf)] = -np.inf  # NaN and -inf: impossible
+    table[rows, x] = 0.0
+    return table
+
+
+# ---- the sum tree ----------------------------------------------------------------------
+@numba.njit(cache=True)
+def _tree_size(n: int) -> int:
+    size = 1
+    while size < n:
+        size *= 2
+    return size
+
+
+@numba.njit(cache=True)
+def _tree_from_leaves(leaves: np.ndarray) -> np.ndarray:
+    size = _tree_size(leaves.size)
+    tree = np.zeros(2 * size)
+    tree[size:size + leaves.size] = leaves
+    for k in range(size - 1, 0, -1):
+        tree[k] = tree[2 * k] + tree[2 * k + 1]
+    return tree
+
+
+@numba.njit(cache=True)
+def _tree_set(tree: np.ndarray, i: int, value: float) -> None:
+    k = tree.size // 2 + i
+    tree[k] = value
+    k //= 2
+    while k >= 1:
+        tree[k] = tree[2 * k] + tree[2 * k + 1]
+        k //= 2
+
+
+@numba.njit(cache=True)
+def _tree_draw(tree: np.ndarray, rng) -> int:
+    """A leaf with probability proportional to its value (redrawn if rounding lands on an
+    empty leaf, so the draw is exact)."""
+    size = tree.size // 2
+    while True:
+        u = rng.random() * tree[1]
+        k = 1
+        while k < size:
+            left = tree[2 * k]
+            if u < left:
+                k = 2 * k
+            else:
+                u -= left
+                k = 2 * k + 1
+        if tree[k] > 0.0:
+            return k - size
+
+
+# ---- weights of one site ---------------------------------------------------------------
+@numba.njit(cache=True)
+def _row_log_weights(potentials, i, current, code, out) -> float:
+    """Log weights ``log g(exp(P[i, c] - P[i, current]))`` of moving site i (at value
+    ``current``) to every other value, into ``out``; returns their maximum."""
+    base = potentials[i, current]
+    top = -np.inf
+    for c in range(potentials.shape[1]):
+        d = potentials[i, c] - base
+        if c == current or not d > -np.inf:  # also NaN
+            out[c] = -np.inf
+        else:
+            out[c] = _log_g(d, code)
+            if out[c] > top:
+                top = out[c]
+    return top
+
+
+@numba.njit(cache=True)
+def _row_total(log_weights, log_scale) -> float:
+    total = 0.0
+    for c in range(log_weights.size):
+        if log_weights[c] > -np.inf:
+            total += np.exp(log_weights[c] - log_scale)
+    return total
+
+
+@numba.njit(cache=True)
+def _site_weights_at(z, potentials, code):
+    """Scaled site weights of every site at z and their common log scale (the largest
+    log weight of any move, so no weight overflows)."""
+    n, k = potentials.shape
+    log_w = np.empty((n, k))
+    row_top = np.empty(n)
+    log_scale = -np.inf
+    for i in range(n):
+        row_top[i] = _row_log_weights(potentials, i, z[i], code, log_w[i])
+        if row_top[i] > log_scale:
+            log_scale = row_top[i]
+    weights = np.zeros(n)
+    if log_scale > -np.inf:
+        for i in range(n):
+            weights[i] = _row_total(log_w[i], log_scale)
+    return weights, log_scale
+
+
+@numba.njit(cache=True)
+def _move_site(tree, potentials, z, i, c, log_scale, code, row) -> float:
+    """Set ``z[i] = c`` and its leaf; rebuild the whole tree at a new scale if the new
+    weights would overflow or the total underflow. Returns the log scale in use."""
+    z[i] = c
+    top = _row_log_weights(potentials, i, c, code, row)
+    if top - log_scale < _RESCALE:
+        _tree_set(tree, i, _row_total(row, log_scale))
+        if tree[1] > np.exp(-_RESCALE):
+            return log_scale
+    weights, log_scale = _site_weights_at(z, potentials, code)
+    tree[:] = _tree_from_leaves(weights)
+    return log_scale
+
+
+@numba.njit(cache=True)
+def _draw_move(tree, potentials, z, log_scale, code, rng, row):
+    """Draw (site, new value) with probability ``w(i, c) / Z(z)``; returns the site, the
+    value and the log-probability (site -1 when no move is possible)."""
+    total = tree[1]
+    if not total > 0.0:
+        return -1, -1, -np.inf
+    i = _tree_draw(tree, rng)
+    _row_log_weights(potentials, i, z[i], code, row)
+    site_total = tree[tree.size // 2 + i]
+    while True:
+        u = rng.random() * site_total
+        acc = 0.0
+        c = -1
+        for v in range(row.size):
+            if row[v] > -np.inf:
+                w = np.exp(row[v] - log_scale)
+                if w > 0.0:
+                    c = v
+                    acc += w
+                    if u < acc:
+                        break
+        if c >= 0 and u < acc:
+            break
+    return i, c, row[c] - log_scale - np.log(total)
+
+
+@numba.njit(cache=True)
+def _move_logprob(tree, potentials, z, i, c, log_scale, code, row) -> float:
+    """Log-probability of moving site i of z to value c: ``log w(i, c) - log Z(z)``."""
+    total = tree[1]
+    if not total > 0.0:
+        return -np.inf
+    _row_log_weights(potentials, i, z[i], code, row)
+    w = np.exp(row[c] - log_scale)
+    if not w > 0.0:
+        return -np.inf
+    return row[c] - log_scale - np.log(total)
+
+
+# ---- paths -----------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _linearised_forward(x, potentials, log_scale, site_weights, length, code, rng):
+    """Draw a path of ``length`` moves under the linearisation at x.
+
+    Returns the end point, the moved sites and their previous values (in path order) and
+    the log-probability of the path (-inf when a move was impossible).
+    """
+    tree = _tree_from_leaves(site_weights)
+    z = x.copy()
+    row = np.empty(potentials.shape[1])
+    sites = np.empty(length, np.int64)
+    previous = np.empty(length, np.int64)
+    logq = 0.0
+    for step in range(length):
+        i, c, lp = _draw_move(tree, potentials, z, log_scale, code, rng, row)
+        if i < 0:
+            return z, sites, previous, -np.inf
+        sites[step] = i
+        previous[step] = z[i]
+        logq += lp
+        log_scale = _move_site(tree, potentials, z, i, c, log_scale, code, row)
+    return z, sites, previous, logq
+
+
+@numba.njit(cache=True)
+def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous, code):
+    """Log-probability of walking the path back from y under the linearisation at y."""
+    tree = _tree_from_leaves(site_weights)
+    z = y.copy()
+    row = np.empty(potentials.shape[1])
+    logq = 0.0
+    for step in range(sites.size - 1, -1, -1):
+        i = sites[step]
+        lp = _move_logprob(tree, potentials, z, i, previous[step], log_scale, code, row)
+        if not lp > -np.inf:
+            return -np.inf
+        logq += lp
+        log_scale = _move_site(tree, potentials, z, i, previous[step], log_scale, code, row)
+    return logq
+
+
+@numba.njit(cache=True)
+def _state_weights(x, potentials, code):
+    return _site_weights_at(x, potentials, code)
+
+
+def init_path_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> PathState:
+    """Build the state of a path auxiliary chain at ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (N,)
+    logp_and_ratios : callable
+        ``x -> (logp, local log-ratios)``, shape (N,) for binary or (N, K) for categorical
+        sites.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    PathState
+    """
+    x = np.asarray(x, dtype=np.int64)
+    logp, ratios = logp_and_ratios(x)
+    potentials = potential_table(x, ratios)
+    weights, log_scale = _state_weights(x, potentials, code)
+    return PathState(x, float(logp), potentials, float(log_scale), weights)
+
+
+def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float]:
+    """Draw a path length and the uniform of the Metropolis-Hastings decision.
+
+    The mean length X (``scale``) is rounded probabilistically to an integer, then L is
+    uniform on {1, ..., 2X - 1} (the paper's prior, with mean X). The prior does not
+    depend on the state, as the path auxiliary construction requires.
+
+    Returns
+    -------
+    length : int
+    u_accept : float
+    """
+    u = rng.random(3)
+    half = probabilistic_round(scale, u[0], np.iinfo(np.int32).max)
+    return 1 + int(u[1] * (2 * half - 1)), float(u[2])
+
+
+def _finish(state: PathState, proposed: PathState, log_q_ratio: float, u_accept: float,
+            length: int) -> tuple[PathState, StepInfo]:
+    accepted, prob = metropolis_hastings(state.logp, proposed.logp, log_q_ratio, u_accept)
+    if not accepted:
+        return state, StepInfo(prob, False, length, 0)
+    return proposed, StepInfo(prob, True, length, int(np.sum(proposed.x != state.x)))
+
+
+def pafs_step(
+    state: PathState,
+    scale: float,
+    rng: np.random.Generator,
+    logp_and_ratios: LogpAndRatios,
+    code: int,
+) -> tuple[PathState, StepInfo]:
+    """One M-H step of the fast path auxiliary sampler (linearised proposals).
+
+    Parameters
+    ----------
+    state : PathState
+        Current state; its potentials are the local log-ratios at x (a first-order
+        estimate from the gradient, in practice).
+    scale : float
+        Mean path length X >= 1.
+    rng : numpy.random.Generator
+    logp_and_ratios : callable
+        ``y -> (logp(y), local log-ratios at y)``; called once, at the end of the path.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    new_state : PathState
+    info : StepInfo
+        ``n_proposed`` is the path length L; ``jump_distance`` the Hamming distance
+        between the old and the new point.
+    """
+    length, u_accept = draw_path_length(scale, rng)
+    y, sites, previous, logq_forward = _linearised_forward(
+        state.x, state.potentials, state.log_scale, state.site_weights, length, code, rng
+    )
+    if not logq_forward > -np.inf:
+        return state, StepInfo(0.0, False, length, 0)
+    proposed = init_path_state(y, logp_and_ratios, code)
+    logq_reverse = _linearised_reverse(
+        y, proposed.potentials, proposed.log_scale, proposed.site_weights, sites, previous,
+        code,
+    )
+    return _finish(state, proposed, logq_reverse - logq_forward, u_accept, length)
+
+
+def pas_step(
+    state: PathState,
+    scale: float,
+    rng: np.random.Generator,
+    logp_and_ratios: LogpAndRatios,
+    code: int,
+) -> tuple[PathState, StepInfo]:
+    """One M-H step of the path auxiliary sampler with exact local ratios at every point
+    of the path (L evaluations of the ratios per draw).
+
+    Parameters and returns as :func:`pafs_step`; ``logp_and_ratios`` must give the exact
+    local log-ratios and is called at every point of the path.
+    """
+    length, u_accept = draw_path_length(scale, rng)
+    current = state
+    row = np.empty(state.potentials.shape[1])
+    log_q_ratio = 0.0
+    for _ in range(length):
+        tree = _tree_from_leaves(current.site_weights)
+        z = current.x.copy()
+        i, c, logq_forward = _draw_move(
+            tree, current.potentials, z, current.log_scale, code, rng, row
+        )
+        if i < 0:
+            return state, StepInfo(0.0, False, length, 0)
+        z[i] = c
+        following = init_path_state(z, logp_and_ratios, code)
+        logq_reverse = _move_logprob(
+            _tree_from_leaves(following.site_weights), following.potentials, z, i,
+            current.x[i], following.log_scale, code, row,
+        )
+        log_q_ratio += logq_reverse - logq_forward
+        current = following
+    return _finish(state, current, log_q_ratio, u_accept, length)
+
+
+def path_logprob(
+    potentials: np.ndarray, start: np.ndarray, moves: list[tuple[int, int]], code: int
+) -> float:
+    """Log-probability that the linearised proposal anchored by ``potentials`` walks
+    ``moves`` from ``start`` (for tests and diagnostics).
+
+    Parameters
+    ----------
+    potentials : ndarray, shape (N, K)
+        Potential table (its anchor need not be ``start``).
+    start : ndarray of int64, shape (N,)
+    moves : list of (site, new value)
+    code : int
+
+    Returns
+    -------
+    float
+    """
+    z = np.asarray(start, dtype=np.int64).copy()
+    weights, log_scale = _state_weights(z, potentials, code)
+    tree = _tree_from_leaves(weights)
+    row = np.empty(potentials.shape[1])
+    total = 0.0
+    for i, c in moves:
+        total += _move_logprob(tree, potentials, z, i, c, log_scale, code, row)
+        log_scale = _move_site(tree, potentials, z, i, c, log_scale, code, row)
+    return total

@@ -1,0 +1,23 @@
+"""Assertions shared by the PyMC-level tests."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+
+N_MCSE = 4.0  # estimates must lie within this many Monte Carlo standard errors
+
+
+def one_hot_means_within_mcse(idata, name, truth, n_mcse: float = N_MCSE):
+    """P(z_i = c) from the draws against ``truth`` (n_sites, K), within ``n_mcse`` MCSE."""
+    z = idata.posterior[name].values
+    k = truth.shape[1]
+    one_hot = (z[..., None] == np.arange(k)).astype(float)  # (chain, draw, site, K)
+    mean = one_hot.mean(axis=(0, 1))
+    mcse = np.asarray(az.mcse(one_hot))
+    # a category that is never visited has an estimated MCSE of 0: floor the MCSE at the
+    # binomial standard error of independent draws of that probability
+    n_draws = z.shape[0] * z.shape[1]
+    mcse = np.maximum(mcse, np.sqrt(truth * (1 - truth) / n_draws))
+    ok = np.abs(mean - truth) <= n_mcse * mcse + 1e-12
+    assert ok.all(), (mean, truth, mcse)

@@ -1,0 +1,155 @@
+"""PAS (exact ratios) and PAFS (linearised) inside pm.sample: marginals against
+enumeration, next to NUTS, categorical sites, tuning of the path length, stats,
+reproducibility and bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_discrete as pmd
+from pymc_discrete.pymc.models import ising_model
+from tests.exact import all_states
+from tests.pymc.checks import N_MCSE, one_hot_means_within_mcse
+
+
+def _sample(model, step, **kwargs):
+    kwargs = {"draws": 2000, "tune": 500, "chains": 2, "cores": 1, "random_seed": 5,
+              "progressbar": False, "compute_convergence_checks": False} | kwargs
+    with model:
+        return pm.sample(step=step, **kwargs)
+
+
+def _assert_means_within_mcse(idata, name, truth):
+    mean = idata.posterior[name].mean(("chain", "draw")).values
+    mcse = az.mcse(idata, var_names=[name])[name].values
+    assert np.all(np.abs(mean - truth) <= N_MCSE * mcse + 1e-12), (mean, truth, mcse)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"proposal": "exact"}, {"weight": "barker"}, {"proposal": "exact", "weight": "barker"}],
+    ids=["pafs-sqrt", "pas-sqrt", "pafs-barker", "pas-barker"],
+)
+def test_marginals_of_a_coupled_model_match_enumeration(coupled_model, coupled_truth, options):
+    step = pmd.PAS([coupled_model["x"]], model=coupled_model, **options)
+    idata = _sample(coupled_model, step)
+    _assert_means_within_mcse(idata, "x", coupled_truth)
+    lengths = idata.sample_stats["n_proposed"].values
+    assert lengths.min() >= 1 and lengths.max() >= 2  # paths longer than one move ran
+
+
+@pytest.mark.parametrize("proposal", ["gradient", "exact"])
+def test_pas_next_to_nuts_matches_enumeration(mixed_model, mixed_truth, proposal):
+    """A Gaussian likelihood: the linearised path is only first-order, the chain exact."""
+    g_truth, mu_truth = mixed_truth
+    step = pmd.PAS([mixed_model["g"]], model=mixed_model, proposal=proposal)
+    assert step.ratios_are_exact == (proposal == "exact")
+    idata = _sample(mixed_model, [step])
+    _assert_means_within_mcse(idata, "g", g_truth)
+    _assert_means_within_mcse(idata, "mu", mu_truth)
+
+
+@pytest.mark.parametrize("proposal", ["gradient", "exact"])
+def test_pas_on_categorical_sites_matches_enumeration(potts, proposal):
+    model, truth = potts
+    step = pmd.PAS([model["z"]], model=model, proposal=proposal)
+    assert step.proposal == proposal and not step.is_binary
+    idata = _sample(model, step, draws=2500)
+    one_hot_means_within_mcse(idata, "z", truth)
+
+
+def test_parity_model_is_crossed_by_paths():
+    """Parity of 6 sites with U = 4: odd states are e^4 less likely. Written with a
+    product of (1 - 2x) the potential is multilinear, so the linearised path is exact."""
+    u = 4.0
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=6)
+        pm.Potential("parity", -u * (1.0 - pt.prod(1.0 - 2.0 * x)) / 2.0)
+    step = pmd.PAS([x], model=model)
+    assert step.ratios_are_exact
+    idata = _sample(model, step, draws=3000)
+    odd = idata.posterior["x"].values.sum(axis=-1) % 2
+    p_odd = 1.0 / (1.0 + np.exp(u))
+    se = np.sqrt(p_odd * (1 - p_odd) / az.ess(odd.astype(float)).item())
+    assert abs(odd.mean() - p_odd) < N_MCSE * se
+    _assert_means_within_mcse(idata, "x", np.full(6, 0.5))
+
+
+def test_unrelaxable_model_falls_back_to_exact_paths():
+    """``sum % 2`` cannot be relaxed: the gradient proposal falls back to exact ratios."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=5)
+        pm.Potential("parity", -3.0 * (x.sum() % 2))
+    with pytest.warns(pmd.RelaxationWarning, match="PAS cannot use gradient proposals"):
+        step = pmd.PAS([x], model=model)
+    assert step.proposal == "exact" and step.fallback_reason
+    idata = _sample(model, step, draws=1500)
+    _assert_means_within_mcse(idata, "x", np.full(5, 0.5))
+
+
+def test_sampler_stats_and_path_lengths(coupled_model):
+    step = pmd.PAS([coupled_model["x"]], model=coupled_model, path_length=2.0, adapt=False)
+    idata = _sample(coupled_model, step, draws=300, tune=50)
+    stats = idata.sample_stats
+    expected = {"accept": "float64", "accepted": "float64", "scaling": "float64",
+                "jump_distance": "int64", "n_proposed": "int64"}
+    for name, dtype in expected.items():
+        assert stats[name].dtype == np.dtype(dtype), name
+    assert np.all(stats["scaling"].values == 2.0)
+    assert set(np.unique(stats["n_proposed"].values)) == {1, 2, 3}  # uniform on 1..2X-1
+    jumps = stats["jump_distance"].values
+    moved = (np.diff(idata.posterior["x"].values, axis=1) != 0).sum(axis=-1)
+    np.testing.assert_array_equal(moved, jumps[:, 1:])
+    assert np.all(jumps <= stats["n_proposed"].values)
+    assert np.all(jumps[stats["accepted"].values == 0] == 0)
+
+
+def test_path_length_is_tuned_then_frozen():
+    """On a 20x20 Ising lattice the acceptance falls as paths grow: X is tuned toward 0.574.
+    (On independent sites the acceptance stays near 1 for any X, and X runs to N.)"""
+    model = ising_model(20, "C2")
+    step = pmd.PAS([model["x"]], model=model, path_length=1.0)
+    idata = _sample(model, step, draws=2000, tune=2000, discard_tuned_samples=False)
+    accept = idata.sample_stats["accept"].values
+    scaling = idata.sample_stats["scaling"].values
+    for chain in range(2):
+        assert abs(accept[chain].mean() - 0.574) < 0.06, accept[chain].mean()
+        assert np.unique(scaling[chain]).size == 1
+        assert idata.warmup_sample_stats["scaling"].values[chain, 0] == 1.0
+        assert 10.0 < scaling[chain, 0] < 400.0
+
+
+def test_same_seed_gives_same_draws_with_one_or_two_cores(coupled_model):
+    step = pmd.PAS([coupled_model["x"]], model=coupled_model)
+    runs = [
+        _sample(coupled_model, step, draws=100, tune=100, cores=cores, random_seed=7)
+        for cores in (1, 2)
+    ]
+    np.testing.assert_array_equal(runs[0].posterior["x"].values, runs[1].posterior["x"].values)
+    np.testing.assert_array_equal(runs[0].sample_stats["scaling"].values,
+                                  runs[1].sample_stats["scaling"].values)
+
+
+def test_pas_bad_input():
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.3, shape=6)
+        b = pm.Normal("b")
+    with pytest.raises(TypeError, match="'b' is continuous"):
+        pmd.PAS([b], model=model)
+    with pytest.raises(ValueError, match="path_length must lie in"):
+        pmd.PAS([g], model=model, path_length=7.0)  # at most the number of sites
+    with pytest.raises(ValueError, match="path_length must be a number"):
+        pmd.PAS([g], model=model, path_length="long")
+    with pytest.raises(ValueError, match="Unknown weight"):
+        pmd.PAS([g], model=model, weight="linear")
+    with pytest.raises(ValueError, match="target_accept"):
+        pmd.PAS([g], model=model, target_accept=1.2)
+    competence = pm.step_methods.compound.Competence
+    assert pmd.PAS.competence(g, False) == competence.COMPATIBLE
+    assert pmd.PAS.competence(b, True) == competence.INCOMPATIBLE
