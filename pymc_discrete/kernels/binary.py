@@ -20,7 +20,7 @@ from pymc_discrete.kernels.common import (
     step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
-from pymc_discrete.kernels.weights import balanced_weights
+from pymc_discrete.kernels.weights import balanced_weights, rebalanced_weights
 
 __all__ = [
     "LogpAndRatios",
@@ -51,14 +51,17 @@ class BinaryLBState(NamedTuple):
         Local log-ratios ``d_i ~ logp(x with site i flipped) - logp(x)``, exact or a
         first-order estimate.
     weights : ndarray of float64, shape (N,)
-        Locally balanced weights ``g(exp(d_i))``, scaled by a per-state constant
+        Locally balanced weights ``g(exp(d_i)) / exp(log_scale)``
         (:func:`~pymc_discrete.kernels.weights.balanced_weights`).
+    log_scale : float
+        The scale of ``weights``.
     """
 
     x: np.ndarray
     logp: float
     log_ratios: np.ndarray
     weights: np.ndarray
+    log_scale: float
 
 
 class BinaryRWState(NamedTuple):
@@ -87,7 +90,8 @@ def init_lb_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> B
     x = np.asarray(x, dtype=np.int64)
     logp, ratios = logp_and_ratios(x)
     ratios = np.asarray(ratios, dtype=np.float64)
-    return BinaryLBState(x, float(logp), ratios, balanced_weights(ratios, code)[0])
+    weights, log_scale = balanced_weights(ratios, code)
+    return BinaryLBState(x, float(logp), ratios, weights, float(log_scale))
 
 
 @numba.njit(cache=True)
@@ -108,10 +112,11 @@ def _albp_forward(x, weights, r, rng):
 
 
 @numba.njit(cache=True)
-def _albp_reverse(ratios_y, code, picks):
-    """Weights at y and the log-probability of the reverse ordered path."""
-    weights_y = balanced_weights(ratios_y, code)[0]
-    return weights_y, ordered_picks_logprob(weights_y, picks, True)
+def _albp_reverse(ratios_y, ratios_x, weights_x, log_scale_x, code, picks):
+    """Weights at y (reusing x's where a ratio is unchanged) and the log-probability of
+    the reverse ordered path."""
+    weights_y, log_scale_y = rebalanced_weights(ratios_y, ratios_x, weights_x, log_scale_x, code)
+    return weights_y, log_scale_y, ordered_picks_logprob(weights_y, picks, True)
 
 
 def albp_step(
@@ -155,9 +160,12 @@ def albp_step(
     logp_y, ratios_y = logp_and_ratios(y)
     logp_y = float(logp_y)
     ratios_y = np.asarray(ratios_y, dtype=np.float64)
-    weights_y, logq_reverse = _albp_reverse(ratios_y, code, picks)
+    weights_y, log_scale_y, logq_reverse = _albp_reverse(
+        ratios_y, state.log_ratios, state.weights, state.log_scale, code, picks
+    )
     accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u_accept)
-    return step_result(state, BinaryLBState(y, logp_y, ratios_y, weights_y), accepted, prob, r)
+    proposed = BinaryLBState(y, logp_y, ratios_y, weights_y, log_scale_y)
+    return step_result(state, proposed, accepted, prob, r)
 
 
 def arwm_step(

@@ -25,7 +25,7 @@ from pymc_discrete.kernels.common import (
     step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
-from pymc_discrete.kernels.weights import balanced_weights
+from pymc_discrete.kernels.weights import balanced_weights, rebalanced_weights
 
 __all__ = [
     "CategoricalLBState",
@@ -51,6 +51,8 @@ class CategoricalLBState(NamedTuple):
         Scaled locally balanced weights of every (site, new value).
     site_weights : ndarray of float64, shape (N,)
         Row sums of ``weights``.
+    log_scale : float
+        The scale of ``weights`` (:func:`~pymc_discrete.kernels.weights.balanced_weights`).
     """
 
     x: np.ndarray
@@ -58,6 +60,7 @@ class CategoricalLBState(NamedTuple):
     log_ratios: np.ndarray
     weights: np.ndarray
     site_weights: np.ndarray
+    log_scale: float
 
 
 class CategoricalRWState(NamedTuple):
@@ -69,8 +72,8 @@ class CategoricalRWState(NamedTuple):
 
 @numba.njit(cache=True)
 def _table_weights(log_ratios, code):
-    weights = balanced_weights(log_ratios, code)[0]
-    return weights, weights.sum(axis=1)
+    weights, log_scale = balanced_weights(log_ratios, code)
+    return weights, weights.sum(axis=1), log_scale
 
 
 def init_categorical_lb_state(
@@ -80,8 +83,8 @@ def init_categorical_lb_state(
     x = np.asarray(x, dtype=np.int64)
     logp, table = logp_and_table(x)
     table = np.asarray(table, dtype=np.float64)
-    weights, site_weights = _table_weights(table, code)
-    return CategoricalLBState(x, float(logp), table, weights, site_weights)
+    weights, site_weights, log_scale = _table_weights(table, code)
+    return CategoricalLBState(x, float(logp), table, weights, site_weights, float(log_scale))
 
 
 @numba.njit(cache=True)
@@ -109,17 +112,19 @@ def _forward(x, weights, site_weights, r, rng):
 
 
 @numba.njit(cache=True)
-def _reverse(x, table_y, code, picks):
-    weights_y = balanced_weights(table_y, code)[0]
+def _reverse(x, table_y, table_x, weights_x, log_scale_x, code, picks):
+    """Weights at y (reusing x's where a ratio is unchanged) and the log-probability of
+    the reverse path."""
+    weights_y, log_scale_y = rebalanced_weights(table_y, table_x, weights_x, log_scale_x, code)
     site_weights_y = weights_y.sum(axis=1)
     logq = ordered_picks_logprob(site_weights_y, picks, True)
     for j in range(picks.size):
         i = picks[j]
         w = weights_y[i, x[i]]
         if not w > 0.0:
-            return weights_y, site_weights_y, -np.inf
+            return weights_y, site_weights_y, log_scale_y, -np.inf
         logq += np.log(w) - np.log(site_weights_y[i])
-    return weights_y, site_weights_y, logq
+    return weights_y, site_weights_y, log_scale_y, logq
 
 
 def categorical_albp_step(
@@ -155,9 +160,11 @@ def categorical_albp_step(
     logp_y, table_y = logp_and_table(y)
     logp_y = float(logp_y)
     table_y = np.asarray(table_y, dtype=np.float64)
-    weights_y, site_weights_y, logq_reverse = _reverse(state.x, table_y, code, picks)
+    weights_y, site_weights_y, log_scale_y, logq_reverse = _reverse(
+        state.x, table_y, state.log_ratios, state.weights, state.log_scale, code, picks
+    )
     accepted, prob = metropolis_hastings(state.logp, logp_y, logq_reverse - logq_forward, u_accept)
-    proposed = CategoricalLBState(y, logp_y, table_y, weights_y, site_weights_y)
+    proposed = CategoricalLBState(y, logp_y, table_y, weights_y, site_weights_y, log_scale_y)
     return step_result(state, proposed, accepted, prob, r)
 
 

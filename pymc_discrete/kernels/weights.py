@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["WEIGHT_CODES", "weight_code", "balanced_weights"]
+__all__ = ["WEIGHT_CODES", "weight_code", "balanced_weights", "rebalanced_weights"]
 
 #: Integer codes of the weight functions, as the numba kernels take them.
 WEIGHT_CODES: dict[str, int] = {"barker": 0, "sqrt": 1}
@@ -107,3 +107,81 @@ def balanced_weights(log_ratios: np.ndarray, code: int) -> tuple[np.ndarray, flo
             if d > -np.inf:
                 out[i] = np.exp(_log_g(d, code) - log_scale)
     return out.reshape(log_ratios.shape), log_scale
+
+
+#: A weight may exceed the reused scale by at most this many e-folds (else all weights
+#: are recomputed at a new scale); the total may not fall below exp(-_MAX_SHIFT).
+_MAX_SHIFT = 600.0
+
+
+@numba.njit(cache=True)
+def rebalanced_weights(
+    log_ratios: np.ndarray,
+    old_ratios: np.ndarray,
+    old_weights: np.ndarray,
+    old_log_scale: float,
+    code: int,
+) -> tuple[np.ndarray, float]:
+    """Weights of new local log-ratios, reusing the old weights where a ratio is unchanged.
+
+    After a move that changes a few sites, most local log-ratios are bitwise the same as
+    before (those of sites that share no term with the moved ones); their weights are
+    copied and only the changed entries cost an ``exp``. The result is on the old scale,
+    unless a new weight would exceed it by more than ``exp(600)`` or the total fall below
+    ``exp(-600)``: then every weight is recomputed by :func:`balanced_weights`.
+
+    Parameters
+    ----------
+    log_ratios : ndarray of float64
+        The new local log-ratios (NaN or -inf: weight zero).
+    old_ratios, old_weights : ndarray of float64
+        The previous ratios and their weights, same shape.
+    old_log_scale : float
+        Scale of ``old_weights``.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    weights : ndarray of float64
+    log_scale : float
+        Identical in meaning to the output of :func:`balanced_weights`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w0, s0 = balanced_weights(np.array([0.0, 1.0, -1.0]), 1)
+    >>> w1, s1 = rebalanced_weights(np.array([0.0, 1.0, 3.0]), np.array([0.0, 1.0, -1.0]),
+    ...                             w0, s0, 1)
+    >>> bool(np.allclose(w1, balanced_weights(np.array([0.0, 1.0, 3.0]), 1)[0] * np.exp(s1 - s0)))
+    True
+    """
+    flat = log_ratios.ravel()
+    old = old_ratios.ravel()
+    old_w = old_weights.ravel()
+    out = np.empty(flat.size)
+    changed = np.empty(flat.size, np.bool_)
+    top = -np.inf
+    if not old_log_scale > -np.inf:
+        return balanced_weights(log_ratios, code)
+    for i in range(flat.size):
+        d = flat[i]
+        o = old[i]
+        if d == o or (d != d and o != o):  # equal, or both NaN
+            out[i] = old_w[i]
+            changed[i] = False
+        else:
+            changed[i] = True
+            out[i] = _log_g(d, code) if d > -np.inf else -np.inf
+            if out[i] > top:
+                top = out[i]
+    if top - old_log_scale > _MAX_SHIFT:
+        return balanced_weights(log_ratios, code)
+    total = 0.0
+    for i in range(flat.size):
+        if changed[i]:
+            out[i] = np.exp(out[i] - old_log_scale) if out[i] > -np.inf else 0.0
+        total += out[i]
+    if not total > np.exp(-_MAX_SHIFT):
+        return balanced_weights(log_ratios, code)
+    return out.reshape(log_ratios.shape), old_log_scale

@@ -132,6 +132,39 @@ def ising_logp(x: np.ndarray, alpha: np.ndarray, lam: float) -> float:
 
 
 
+def parity_model(p: int = 100, u: float = 5.0) -> pm.Model:
+    """The parity distribution of the path auxiliary paper (section 5.2).
+
+    ``pi(x) ~ exp(-U * (sum(x) mod 2))`` on {0, 1}^p: odd states are e^U less likely than
+    even ones, every single-site move changes the parity, and the exact mean is 1/2 at
+    every site (for p >= 2). The potential is written as ``-U (1 - prod(1 - 2x)) / 2``,
+    which equals the parity term at every 0/1 point and is multilinear, so gradient
+    ratios are exact.
+
+    Parameters
+    ----------
+    p : int
+        Number of sites.
+    u : float
+        Energy gap U.
+
+    Returns
+    -------
+    pymc.Model
+        With one free variable ``x`` of shape (p,).
+
+    Examples
+    --------
+    >>> from pymc_discrete.pymc.models import parity_model
+    >>> parity_model(10, 3.0).free_RVs
+    [x]
+    """
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=p)
+        pm.Potential("parity", -u * (1.0 - pt.prod(1.0 - 2.0 * x)) / 2.0)
+    return model
+
+
 def fhmm_model(
     length: int = 1000, chains: int = 5, sigma2: float = 1.0, seed: int = 0
 ) -> pm.Model:

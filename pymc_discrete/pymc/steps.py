@@ -41,6 +41,7 @@ from pymc_discrete.pymc.validation import (
     check_discrete_block,
     check_choice,
     check_initial_point,
+    check_positive_int,
     check_unit_interval,
 )
 
@@ -89,6 +90,7 @@ class _SiteBlockStep(ArrayStepShared):
         target_accept: float,
         initial_scale: float,
         adapt: bool,
+        steps_per_draw: int,
         model,
         initial_point,
         rng,
@@ -96,6 +98,7 @@ class _SiteBlockStep(ArrayStepShared):
     ) -> None:
         model = modelcontext(model)
         self.target_accept = check_unit_interval("target_accept", target_accept)
+        self.steps_per_draw = check_positive_int("steps_per_draw", steps_per_draw)
         value_vars = get_value_vars_from_user_vars(vars, model)
         if initial_point is None:
             initial_point = model.initial_point()
@@ -148,12 +151,12 @@ class _SiteBlockStep(ArrayStepShared):
         super().setup_chain(rng, tune, draws)
         self._n_tune = int(tune)
         self.tune = tune > 0
-        self.adapter.start(self._n_tune)
+        self.adapter.start(self._tuning_updates())
         self._state = None
 
     def reset_tuning(self) -> None:
         """Restart the adaptation of the scale (PyMC calls this at the start of a chain)."""
-        self.adapter.start(self._n_tune)
+        self.adapter.start(self._tuning_updates())
         if self._n_tune is not None and self._n_tune == 0:
             self.tune = False
 
@@ -161,6 +164,10 @@ class _SiteBlockStep(ArrayStepShared):
         """End of tuning: freeze the averaged scale."""
         self.adapter.stop()
         self.tune = False
+
+    def _tuning_updates(self) -> int | None:
+        """Number of M-H steps of the tune phase (the tuner updates after every step)."""
+        return None if self._n_tune is None else self._n_tune * self.steps_per_draw
 
     @property
     def scale(self) -> float:
@@ -194,11 +201,20 @@ class _SiteBlockStep(ArrayStepShared):
                     f"{type(self).__name__}: the current point has log density {state.logp}; "
                     "start from a point of positive probability"
                 )
-        scale = self.adapter.scale
-        state, info = self._kernel_step(state, scale)
+        start, scale = state.x, self.adapter.scale
+        accept_sum, accepted, proposed = 0.0, 0, 0
+        for _ in range(self.steps_per_draw):
+            state, info = self._kernel_step(state, self.adapter.scale)
+            if self.tune:
+                self.adapter.update(info.accept_prob)
+            accept_sum += info.accept_prob
+            accepted += info.accepted
+            proposed += info.n_proposed
         self._state = state
-        if self.tune:
-            self.adapter.update(info.accept_prob)
+        if self.steps_per_draw > 1:
+            jumps = int(np.count_nonzero(state.x != start))
+            info = StepInfo(accept_sum / self.steps_per_draw, accepted / self.steps_per_draw,
+                            proposed, jumps)
         stats = self._stats(info, scale)
         return RaveledVars(state.x.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
 
@@ -348,6 +364,12 @@ class ALBP(_InformedStep):
         R at the start of tuning, between 1 and half the number of sites.
     adapt : bool
         Tune R during PyMC's tune phase. If False, R stays ``initial_scale``.
+    steps_per_draw : int
+        Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
+        spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
+        the stats then summarise the draw's steps: ``accept`` is their mean acceptance
+        probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
+        of sites proposed, ``jump_distance`` the sites changed over the whole draw.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -390,6 +412,7 @@ class ALBP(_InformedStep):
         proposal: str = "gradient",
         initial_scale: float = 1.0,
         adapt: bool = True,
+        steps_per_draw: int = 1,
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -405,6 +428,7 @@ class ALBP(_InformedStep):
             target_accept=target_accept,
             initial_scale=initial_scale,
             adapt=adapt,
+            steps_per_draw=steps_per_draw,
             model=model,
             initial_point=initial_point,
             rng=rng,
@@ -440,6 +464,12 @@ class ARWM(_SiteBlockStep):
         R at the start of tuning.
     adapt : bool
         Tune R during PyMC's tune phase.
+    steps_per_draw : int
+        Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
+        spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
+        the stats then summarise the draw's steps: ``accept`` is their mean acceptance
+        probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
+        of sites proposed, ``jump_distance`` the sites changed over the whole draw.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -461,6 +491,7 @@ class ARWM(_SiteBlockStep):
         target_accept: float = 0.234,
         initial_scale: float = 1.0,
         adapt: bool = True,
+        steps_per_draw: int = 1,
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -472,6 +503,7 @@ class ARWM(_SiteBlockStep):
             target_accept=target_accept,
             initial_scale=initial_scale,
             adapt=adapt,
+            steps_per_draw=steps_per_draw,
             model=model,
             initial_point=initial_point,
             rng=rng,
@@ -532,6 +564,12 @@ class PAS(_InformedStep):
     adapt : bool
         Tune X during PyMC's tune phase (dual averaging on log X, averaged iterate frozen
         at the end of tuning).
+    steps_per_draw : int
+        Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
+        spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
+        the stats then summarise the draw's steps: ``accept`` is their mean acceptance
+        probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
+        of sites proposed, ``jump_distance`` the sites changed over the whole draw.
     target_accept : float
         Acceptance rate X is tuned toward, in (0, 1). The default 0.574 is the optimum
         of the locally balanced proposal that changes several sites at once (Sun et al.
@@ -577,6 +615,7 @@ class PAS(_InformedStep):
         proposal: str = "gradient",
         path_length: float | None = None,
         adapt: bool = True,
+        steps_per_draw: int = 1,
         target_accept: float = 0.574,
         model=None,
         initial_point=None,
@@ -593,6 +632,7 @@ class PAS(_InformedStep):
             target_accept=target_accept,
             initial_scale=path_length if path_length is not None else "default",
             adapt=adapt,
+            steps_per_draw=steps_per_draw,
             model=model,
             initial_point=initial_point,
             rng=rng,

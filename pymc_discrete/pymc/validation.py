@@ -12,6 +12,7 @@ __all__ = [
     "check_choice",
     "check_discrete_block",
     "check_initial_point",
+    "check_positive_int",
     "check_unit_interval",
 ]
 
@@ -21,6 +22,13 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"Unknown {name} {value!r}: choose one of {list(choices)}")
     return value
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return ``value`` as an int if it is a whole number >= 1, else raise ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 def check_unit_interval(name: str, value: float) -> float:

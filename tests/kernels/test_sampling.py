@@ -15,6 +15,7 @@ from pymc_discrete.kernels import (
     sample_ordered,
     weight_code,
 )
+from pymc_discrete.kernels.weights import rebalanced_weights
 from tests.exact import assert_frequencies_match
 
 
@@ -128,3 +129,34 @@ def test_probabilistic_round_is_unbiased_and_clipped():
     assert abs(draws.mean() - 2.3) < 5 * se
     assert probabilistic_round(0.2, 0.9, 10) == 1
     assert probabilistic_round(50.0, 0.1, 10) == 10
+
+
+@pytest.mark.parametrize("weight", ["barker", "sqrt"])
+def test_rebalanced_weights_equal_fresh_weights_on_the_old_scale(weight):
+    """Reused and recomputed entries together equal g(exp(d)) up to the common scale."""
+    code = weight_code(weight)
+    rng = np.random.default_rng(4)
+    old = rng.normal(0.0, 3.0, (50, 3))
+    old[rng.random(old.shape) < 0.1] = np.nan
+    w_old, s_old = balanced_weights(old, code)
+    new = old.copy()
+    new[rng.random(old.shape) < 0.2] = rng.normal(0.0, 3.0)
+    new[0, 0] = -np.inf
+    w_new, s_new = rebalanced_weights(new, old, w_old, s_old, code)
+    w_fresh, s_fresh = balanced_weights(new, code)
+    assert s_new == s_old
+    np.testing.assert_allclose(w_new * np.exp(s_new - s_fresh), w_fresh, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize(
+    "new_value", [1500.0, -1500.0], ids=["overflow-rescales", "underflow-rescales"]
+)
+def test_rebalanced_weights_rescale_when_the_old_scale_no_longer_fits(new_value):
+    code = weight_code("sqrt")
+    old = np.array([0.0, -1.0])
+    w_old, s_old = balanced_weights(old, code)
+    new = np.array([new_value, -1500.0])
+    w_new, s_new = rebalanced_weights(new, old, w_old, s_old, code)
+    w_fresh, s_fresh = balanced_weights(new, code)
+    np.testing.assert_array_equal(w_new, w_fresh)
+    assert s_new == s_fresh

@@ -1,0 +1,231 @@
+"""PAS benchmark (issue: the path auxiliary sampler with an adaptive path length).
+
+1. Parity model (path auxiliary paper, section 5.2; p = 100, U in {1, 3, 5}): error
+   ``||mean of the draws - 1/2||_2`` against the number of draws for PAS, ALBP, LBP-1
+   (ALBP with R fixed at 1, the single-site informed sampler), ARWM and
+   BinaryGibbsMetropolis; plot ``benchmarks/path_parity.png``.
+2. Ising 50x50 (C2) and an FHMM posterior (L = 1000, K = 5): ESS/s and EJD of PAFS
+   (gradient) and PAS (exact) next to ALBP and BinaryGibbsMetropolis.
+3. Path length: EJD per second of PAFS on the Ising 50x50 for a sweep of fixed X, with
+   the tuned X marked; plot ``benchmarks/path_length.png``.
+
+Writes its section of ``benchmarks/RESULTS.md``. Run with
+``python benchmarks/run_path.py`` (part of ``make bench``; ``--quick`` for small sizes).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pymc as pm  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pymc_discrete as pmd  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    format_table,
+    machine_description,
+    measure,
+    write_section,
+)
+from pymc_discrete.pymc.models import fhmm_model, ising_model, parity_model  # noqa: E402
+
+OUT = ROOT / "benchmarks"
+PARITY_SAMPLERS = {
+    "PAS": (lambda m: pmd.PAS([m["x"]]), True),
+    "ALBP": (lambda m: pmd.ALBP([m["x"]]), True),
+    "LBP-1": (lambda m: pmd.ALBP([m["x"]], adapt=False), True),
+    "ARWM": (lambda m: pmd.ARWM([m["x"]]), True),
+    "BinaryGibbsMetropolis": (lambda m: pm.BinaryGibbsMetropolis([m["x"]]), False),
+}
+
+
+def _running_error(draws: np.ndarray) -> np.ndarray:
+    """``||running mean - 1/2||_2`` after every draw of one chain (draw, site)."""
+    means = np.cumsum(draws, axis=0) / np.arange(1, draws.shape[0] + 1)[:, None]
+    return np.sqrt(((means - 0.5) ** 2).sum(axis=1))
+
+
+def parity(draws: int, tune: int, chains: int, p: int = 100):
+    """Error of the mean estimate on the parity model; returns table lines and curves."""
+    curves: dict[tuple[float, str], np.ndarray] = {}
+    seconds: dict[tuple[float, str], float] = {}
+    scales: dict[tuple[float, str], str] = {}
+    for u in (1.0, 3.0, 5.0):
+        model = parity_model(p, u)
+        for label, (make_step, tunes) in PARITY_SAMPLERS.items():
+            print(f"  parity U={u:g}: {label}", flush=True)
+            with model:
+                start = time.perf_counter()
+                idata = pm.sample(
+                    step=make_step(model), draws=draws, tune=tune if tunes else 0,
+                    chains=chains, cores=1, random_seed=3, progressbar=False,
+                    compute_convergence_checks=False,
+                )
+                seconds[(u, label)] = time.perf_counter() - start
+            stats = idata.sample_stats
+            scales[(u, label)] = (f"{stats['scaling'].values[:, -1].mean():.1f}"
+                                  if "scaling" in stats else "")
+            x = idata.posterior["x"].values.astype(float)
+            curves[(u, label)] = np.array([_running_error(x[c]) for c in range(chains)])
+    lines = ["| U | sampler | error after all draws (mean +- sd over chains) | "
+             "seconds (all chains) | tuned scale |", "|---|---|---|---|---|"]
+    for (u, label), errors in curves.items():
+        final = errors[:, -1]
+        lines.append(f"| {u:g} | {label} | {final.mean():.3f} +- {final.std():.3f} | "
+                     f"{seconds[(u, label)]:.1f} | {scales[(u, label)]} |")
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=True)
+    steps = np.arange(1, draws + 1)
+    for ax, u in zip(axes, (1.0, 3.0, 5.0)):
+        for label in PARITY_SAMPLERS:
+            errors = curves[(u, label)]
+            mean, sd = errors.mean(axis=0), errors.std(axis=0)
+            ax.plot(steps, mean, label=label)
+            ax.fill_between(steps, np.maximum(mean - sd, 1e-3), mean + sd, alpha=0.2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"parity, p = {p}, U = {u:g}")
+        ax.set_xlabel("draws after tuning")
+    axes[0].set_ylabel("||mean estimate - 1/2||")
+    axes[-1].legend()
+    fig.tight_layout()
+    fig.savefig(OUT / "path_parity.png", dpi=100)
+    return lines, curves
+
+
+def comparisons(draws: int, tune: int, exact_draws: int, gibbs_draws: int):
+    """ESS/s and EJD on the Ising 50x50 and the FHMM posterior."""
+    tables = {}
+    models = {
+        "Ising 50x50 (C2)": (ising_model(50, "C2"), (50, 50)),
+        "FHMM L=1000, K=5 (C2)": (fhmm_model(1000, 5, 1.0), (1000, 5)),
+    }
+    for name, (model, shape) in models.items():
+        start = {"x": np.random.default_rng(0).integers(0, 2, shape)}
+        runs = [
+            ("PAFS (gradient)", lambda m: pmd.PAS([m["x"]]), draws, tune),
+            ("PAS (exact)", lambda m: pmd.PAS([m["x"]], proposal="exact"), exact_draws,
+             exact_draws),
+            ("ALBP (barker)", lambda m: pmd.ALBP([m["x"]]), draws, tune),
+            ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]),
+             gibbs_draws, gibbs_draws // 2),
+        ]
+        rows = []
+        for label, make_step, n_draws, n_tune in runs:
+            print(f"  {name}: {label}", flush=True)
+            rows.append(measure(model, label, make_step, draws=n_draws, tune=n_tune, seed=2,
+                                initvals=start, warmup=min(100, n_draws)))
+        tables[name] = (format_table(rows, baseline="BinaryGibbsMetropolis"), runs)
+    return tables
+
+
+def path_length_sweep(draws: int, tune: int, lengths: tuple[float, ...]):
+    """EJD per second of PAFS with fixed X against the tuned X on the Ising 50x50."""
+    model = ising_model(50, "C2")
+    start = {"x": np.random.default_rng(0).integers(0, 2, (50, 50))}
+    fixed = []
+    for x_len in lengths:
+        print(f"  path length sweep: X = {x_len:g}", flush=True)
+        r = measure(model, f"X={x_len:g}",
+                    lambda m, x_len=x_len: pmd.PAS([m["x"]], path_length=x_len, adapt=False),
+                    draws=draws, tune=tune, seed=5, initvals=start)
+        fixed.append((x_len, r))
+    print("  path length sweep: tuned", flush=True)
+    tuned = measure(model, "tuned", lambda m: pmd.PAS([m["x"]]), draws=draws, tune=tune,
+                    seed=5, initvals=start)
+    lines = ["| X | acceptance | EJD | ms/draw | EJD per second |", "|---|---|---|---|---|"]
+    for x_len, r in fixed + [(tuned.scale, tuned)]:
+        name = f"{x_len:.1f} (tuned)" if r is tuned else f"{x_len:g}"
+        lines.append(f"| {name} | {r.accept:.3f} | {r.ejd:.1f} | {r.time_per_draw_ms:.3f} | "
+                     f"{r.ejd / r.time_per_draw_ms * 1e3:.0f} |")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [x for x, _ in fixed]
+    ax.plot(xs, [r.ejd / r.time_per_draw_ms * 1e3 for _, r in fixed], "o-", label="fixed X")
+    ax.axvline(tuned.scale, color="k", ls="--", label=f"tuned X = {tuned.scale:.0f}")
+    ax.set_xscale("log")
+    ax.set_xlabel("mean path length X")
+    ax.set_ylabel("EJD per second")
+    ax.set_title("PAFS on the Ising 50x50 (C2)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(OUT / "path_length.png", dpi=100)
+    best = max(fixed, key=lambda item: item[1].ejd / item[1].time_per_draw_ms)
+    return lines, tuned, best
+
+
+def main(quick: bool = False) -> None:
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if quick:
+        parity_draws, parity_tune, parity_chains = 2000, 500, 2
+        draws, tune, exact_draws, gibbs_draws = 500, 500, 50, 20
+        sweep = (1, 4, 16, 64, 256)
+        sweep_draws = 300
+    else:
+        parity_draws, parity_tune, parity_chains = 20000, 1000, 3
+        draws, tune, exact_draws, gibbs_draws = 3000, 3000, 200, 100
+        sweep = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+        sweep_draws = 1500
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        print("Parity model ...", flush=True)
+        parity_lines, _ = parity(parity_draws, parity_tune, parity_chains)
+        print("Ising and FHMM ...", flush=True)
+        tables = comparisons(draws, tune, exact_draws, gibbs_draws)
+        print("Path length sweep ...", flush=True)
+        sweep_lines, tuned, best = path_length_sweep(sweep_draws, sweep_draws, sweep)
+    command = "python benchmarks/run_path.py" + (" --quick" if quick else "")
+    comparison_text = "\n\n".join(
+        f"### {name}\n\n{table}" for name, (table, _) in tables.items()
+    )
+    text = f"""## PAS: path auxiliary sampler
+
+Produced by `{command}` on {stamp}.
+Machine: {machine_description()}.
+
+### Parity model (p = 100): error of the mean estimate
+
+`pi(x) ~ exp(-U (sum x mod 2))`, exact mean 1/2 at every site; {parity_chains} chains of
+{parity_draws} draws (after {parity_tune} tuning draws for the adaptive samplers) from the
+all-zeros state. LBP-1 is ALBP with R fixed at 1 (every single-site move changes the
+parity, so it is accepted with probability about e^-U). BinaryGibbsMetropolis sweeps
+all 100 sites per draw, so its draws cost 100 log density evaluations.
+
+{chr(10).join(parity_lines)}
+
+![parity](path_parity.png)
+
+### ESS per second against PyMC's Gibbs sampler
+
+PAFS and ALBP: {draws} draws after {tune} tuning; PAS (exact ratios at every point of
+the path, one batched evaluation of the model's terms per move): {exact_draws} after
+{exact_draws}; BinaryGibbsMetropolis: {gibbs_draws} after {gibbs_draws // 2}; 2 chains,
+same random start. `R` is the tuned scale: R for ALBP, the mean path length X for PAS.
+
+{comparison_text}
+
+### Tuned path length against the best fixed one (Ising 50x50, PAFS)
+
+{sweep_draws} draws after {sweep_draws} tuning per chain (tuning only moves X in the
+"tuned" row). Target acceptance 0.574. The tuned X is {tuned.scale:.1f}; the fixed X with
+the largest EJD per second is {best[0]:g}.
+
+{chr(10).join(sweep_lines)}
+
+![path length](path_length.png)
+"""
+    write_section("path", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)
