@@ -7,7 +7,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test docs bench clean
 
 venv: $(STAMP)
 
@@ -21,14 +21,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/ising_demo.py
 
-test: $(STAMP)
+# the docs are part of the tests: a broken page or docstring fails CI
+test: docs
 	$(PY) -m pytest -q tests
+
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_core.py
 	$(PY) benchmarks/run_exact.py
 	$(PY) benchmarks/run_categorical.py
 	$(PY) benchmarks/run_mixture.py
+	$(PY) benchmarks/run_path.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build

@@ -13,6 +13,7 @@ from pymc_discrete.pymc import (
     PAS,
     RelaxationError,
     RelaxationWarning,
+    TuningWarning,
     is_registered,
     register,
     unregister,

@@ -45,3 +45,30 @@ def test_iris_mixture_example_runs():
     assert 1 / 3 <= score <= 1.0
     labels = np.array([0, 0, 1, 1, 2, 2])
     assert iris.agreement(labels, np.array([2, 2, 0, 0, 1, 1])) == 1.0
+
+
+def test_spike_and_slab_example_runs(tmp_path):
+    example = _load("spike_and_slab")
+    out = tmp_path / "pip.png"
+    pip = example.main(draws=60, tune=60, out=out, chains=1)
+    assert out.stat().st_size > 0
+    assert len(pip) == 55 and "bmi:bp" in pip
+    assert all(0.0 <= p <= 1.0 for p in pip.values())
+    assert pip["bmi"] > 0.5  # the strongest predictor of the diabetes data
+
+
+def test_fhmm_example_runs(tmp_path):
+    example = _load("fhmm_posterior")
+    out = tmp_path / "fhmm.png"
+    recovered = example.main(length=30, n_chains=2, draws=100, out=out)
+    assert out.stat().st_size > 0
+    assert set(recovered) == {"ALBP", "PAS"}
+    assert all(0.5 < share <= 1.0 for share in recovered.values())
+
+
+def test_rbm_example_runs(tmp_path):
+    example = _load("rbm_digits")
+    out = tmp_path / "rbm.png"
+    jumps = example.main(draws=60, epochs=1, out=out, n_images=4)
+    assert out.stat().st_size > 0
+    assert set(jumps) == {"ALBP", "PAS"} and all(j > 0 for j in jumps.values())

@@ -31,6 +31,12 @@ class DualAveragingState(NamedTuple):
         Running average of ``target - acceptance``.
     mu : float
         Shrinkage point of the iterates.
+
+    Examples
+    --------
+    >>> state = dual_averaging_init(1.0)
+    >>> state.step, state.log_scale
+    (0, 0.0)
     """
 
     step: int
@@ -54,6 +60,11 @@ def dual_averaging_init(initial_scale: float, shrink_factor: float = 10.0) -> Du
     Returns
     -------
     DualAveragingState
+
+    Examples
+    --------
+    >>> round(dual_averaging_init(2.0).mu, 4)  # log(10 * 2)
+    2.9957
     """
     log0 = math.log(initial_scale)
     return DualAveragingState(0, log0, log0, 0.0, log0 + math.log(shrink_factor))
@@ -87,6 +98,17 @@ def dual_averaging_update(
     Returns
     -------
     DualAveragingState
+
+    Examples
+    --------
+    Accepting everything pushes the scale up:
+
+    >>> import math
+    >>> state = dual_averaging_init(1.0)
+    >>> for _ in range(20):
+    ...     state = dual_averaging_update(state, 1.0, 0.574, 0.0, math.log(100.0))
+    >>> math.exp(state.log_scale) > 1.0
+    True
     """
     if math.isnan(accept_prob):
         accept_prob = 0.0
@@ -110,5 +132,13 @@ def dual_averaging_final(state: DualAveragingState) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> import math
+    >>> state = dual_averaging_init(4.0)
+    >>> state = dual_averaging_update(state, 0.2, 0.574, 0.0, math.log(100.0))
+    >>> 1.0 <= dual_averaging_final(state) <= 100.0
+    True
     """
     return math.exp(state.log_scale_avg)

@@ -77,6 +77,7 @@ class ScaleAdapter:
         self.scale = self.initial_scale
         self._state: DualAveragingState = dual_averaging_init(self.initial_scale)
         self._late_sum = 0.0
+        self._late_accept = 0.0
         self._late_count = 0
         self.tuning = self.adapt and n_tune != 0
 
@@ -97,9 +98,25 @@ class ScaleAdapter:
         self.scale = min(max(math.exp(self._state.log_scale), self.lower), self.upper)
         if self.n_tune is not None and self._state.step > self.n_tune // 2:
             self._late_sum += self._state.log_scale
+            self._late_accept += accept_prob
             self._late_count += 1
         if self.n_tune is not None and self._state.step >= self.n_tune:
             self.stop()
+
+    @property
+    def late_acceptance(self) -> float:
+        """Mean acceptance probability over the second half of tuning (NaN before)."""
+        return self._late_accept / self._late_count if self._late_count else float("nan")
+
+    def stuck_below_target(self, margin: float = 0.15) -> bool:
+        """Whether tuning ended at the lower bound with the acceptance rate still more
+        than ``margin`` below the target: the target was out of reach (a smaller scale
+        would be needed, or the acceptance does not fall as the scale grows)."""
+        return (
+            self._late_count > 0
+            and self.scale <= self.lower
+            and self.late_acceptance < self.target_accept - margin
+        )
 
     def stop(self) -> None:
         """Freeze the averaged scale; later updates leave it unchanged.

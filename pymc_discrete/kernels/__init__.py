@@ -7,6 +7,13 @@ from pymc_discrete.kernels.binary import (
     arwm_step,
     init_lb_state,
 )
+from pymc_discrete.kernels.categorical import (
+    CategoricalLBState,
+    CategoricalRWState,
+    categorical_albp_step,
+    categorical_arwm_step,
+    init_categorical_lb_state,
+)
 from pymc_discrete.kernels.common import StepInfo, probabilistic_round
 from pymc_discrete.kernels.path import (
     PathState,
@@ -20,11 +27,16 @@ from pymc_discrete.kernels.weights import WEIGHT_CODES, balanced_weights, weight
 __all__ = [
     "BinaryLBState",
     "BinaryRWState",
+    "CategoricalLBState",
+    "CategoricalRWState",
     "PathState",
     "StepInfo",
     "WEIGHT_CODES",
     "albp_step",
     "arwm_step",
+    "categorical_albp_step",
+    "categorical_arwm_step",
+    "init_categorical_lb_state",
     "init_lb_state",
     "init_path_state",
     "pafs_step",

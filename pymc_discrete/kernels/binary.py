@@ -17,9 +17,10 @@ from pymc_discrete.kernels.common import (
     StepInfo,
     metropolis_hastings,
     draw_proposal_size,
+    kernel_seed,
     step_result,
 )
-from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import balanced_weights, rebalanced_weights
 
 __all__ = [
@@ -55,6 +56,16 @@ class BinaryLBState(NamedTuple):
         (:func:`~pymc_discrete.kernels.weights.balanced_weights`).
     log_scale : float
         The scale of ``weights``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def target(x):  # independent sites with log-odds 0.5
+    ...     x = np.asarray(x)
+    ...     return 0.5 * x.sum(), 0.5 * (1 - 2 * x)
+    >>> state = init_lb_state(np.zeros(4, dtype=np.int64), target, 0)
+    >>> state.log_ratios.tolist()
+    [0.5, 0.5, 0.5, 0.5]
     """
 
     x: np.ndarray
@@ -65,7 +76,14 @@ class BinaryLBState(NamedTuple):
 
 
 class BinaryRWState(NamedTuple):
-    """State of a random-walk chain on {0, 1}^N: the point and its log density."""
+    """State of a random-walk chain on {0, 1}^N: the point and its log density.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> BinaryRWState(np.zeros(3, dtype=np.int64), 0.0).logp
+    0.0
+    """
 
     x: np.ndarray
     logp: float
@@ -86,6 +104,15 @@ def init_lb_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> B
     Returns
     -------
     BinaryLBState
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def target(x):
+    ...     x = np.asarray(x)
+    ...     return 0.5 * x.sum(), 0.5 * (1 - 2 * x)
+    >>> init_lb_state(np.array([0, 1]), target, 1).log_ratios.tolist()
+    [0.5, -0.5]
     """
     x = np.asarray(x, dtype=np.int64)
     logp, ratios = logp_and_ratios(x)
@@ -103,9 +130,10 @@ def _flip(x: np.ndarray, picks: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _albp_forward(x, weights, r, rng):
+def _albp_forward(x, weights, r, seed):
     """Ordered picks at x, the flipped point and the forward log-probability."""
-    picks = sample_ordered(weights, r, rng)
+    np.random.seed(seed)
+    picks = sample_ordered_core(weights, r)
     if picks.size == 0:
         return x, picks, 0.0
     return _flip(x, picks), picks, ordered_picks_logprob(weights, picks, False)
@@ -151,10 +179,22 @@ def albp_step(
     -------
     new_state : BinaryLBState
     info : StepInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def target(x):
+    ...     x = np.asarray(x)
+    ...     return 0.5 * x.sum(), 0.5 * (1 - 2 * x)
+    >>> rng = np.random.default_rng(0)
+    >>> state = init_lb_state(np.zeros(10, dtype=np.int64), target, 0)
+    >>> state, info = albp_step(state, 3.0, rng, target, 0)
+    >>> info.n_proposed, 0.0 <= info.accept_prob <= 1.0
+    (3, True)
     """
     n = state.x.size
     r, u_accept = draw_proposal_size(scale, rng, n)
-    y, picks, logq_forward = _albp_forward(state.x, state.weights, r, rng)
+    y, picks, logq_forward = _albp_forward(state.x, state.weights, r, kernel_seed(rng))
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
     logp_y, ratios_y = logp_and_ratios(y)
@@ -194,6 +234,16 @@ def arwm_step(
     -------
     new_state : BinaryRWState
     info : StepInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> logp = lambda x: 0.5 * float(np.sum(x))
+    >>> state = BinaryRWState(np.zeros(10, dtype=np.int64), 0.0)
+    >>> state, info = arwm_step(state, 2.0, rng, logp)
+    >>> info.n_proposed
+    2
     """
     n = state.x.size
     r, u_accept = draw_proposal_size(scale, rng, n)

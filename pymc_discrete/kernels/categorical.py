@@ -22,9 +22,10 @@ from pymc_discrete.kernels.common import (
     StepInfo,
     metropolis_hastings,
     draw_proposal_size,
+    kernel_seed,
     step_result,
 )
-from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import balanced_weights, rebalanced_weights
 
 __all__ = [
@@ -53,6 +54,14 @@ class CategoricalLBState(NamedTuple):
         Row sums of ``weights``.
     log_scale : float
         The scale of ``weights`` (:func:`~pymc_discrete.kernels.weights.balanced_weights`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.array([[np.nan, 0.3, -0.2], [1.0, np.nan, -np.inf]])  # site 1 has 2 values
+    >>> state = init_categorical_lb_state(np.array([0, 1]), lambda x: (0.0, table), 1)
+    >>> state.site_weights.shape
+    (2,)
     """
 
     x: np.ndarray
@@ -64,7 +73,14 @@ class CategoricalLBState(NamedTuple):
 
 
 class CategoricalRWState(NamedTuple):
-    """State of a random-walk chain on categorical sites."""
+    """State of a random-walk chain on categorical sites.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> CategoricalRWState(np.array([0, 2]), -1.5).x.tolist()
+    [0, 2]
+    """
 
     x: np.ndarray
     logp: float
@@ -79,7 +95,30 @@ def _table_weights(log_ratios, code):
 def init_categorical_lb_state(
     x: np.ndarray, logp_and_table: LogpAndTable, code: int
 ) -> CategoricalLBState:
-    """Build the state of a locally balanced chain at ``x``."""
+    """Build the state of a locally balanced chain at ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (N,)
+        A point: site i takes a value in ``0 .. K_i - 1``.
+    logp_and_table : callable
+        ``x -> (logp, (N, K) local log-ratios)`` with NaN at the current values and -inf
+        at padded categories.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    CategoricalLBState
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.array([[np.nan, 0.0], [0.0, np.nan]])
+    >>> state = init_categorical_lb_state(np.array([0, 1]), lambda x: (0.0, table), 0)
+    >>> float(state.weights[0, 0]), bool(state.weights[0, 1] > 0)
+    (0.0, True)
+    """
     x = np.asarray(x, dtype=np.int64)
     logp, table = logp_and_table(x)
     table = np.asarray(table, dtype=np.float64)
@@ -88,8 +127,9 @@ def init_categorical_lb_state(
 
 
 @numba.njit(cache=True)
-def _forward(x, weights, site_weights, r, rng):
-    picks = sample_ordered(site_weights, r, rng)
+def _forward(x, weights, site_weights, r, seed):
+    np.random.seed(seed)
+    picks = sample_ordered_core(site_weights, r)
     y = x.copy()
     if picks.size == 0:
         return y, picks, 0.0
@@ -97,7 +137,7 @@ def _forward(x, weights, site_weights, r, rng):
     k = weights.shape[1]
     for j in range(picks.size):
         i = picks[j]
-        target = rng.random() * site_weights[i]
+        target = np.random.random() * site_weights[i]
         acc = 0.0
         c = -1
         for v in range(k):
@@ -151,10 +191,27 @@ def categorical_albp_step(
     -------
     new_state : CategoricalLBState
     info : StepInfo
+
+    Examples
+    --------
+    Three sites with three values each and a flat target:
+
+    >>> import numpy as np
+    >>> def target(x):
+    ...     table = np.zeros((3, 3))
+    ...     table[np.arange(3), x] = np.nan
+    ...     return 0.0, table
+    >>> rng = np.random.default_rng(1)
+    >>> state = init_categorical_lb_state(np.zeros(3, dtype=np.int64), target, 1)
+    >>> state, info = categorical_albp_step(state, 2.0, rng, target, 1)
+    >>> info.accepted, info.jump_distance
+    (True, 2)
     """
     n = state.x.size
     r, u_accept = draw_proposal_size(scale, rng, n)
-    y, picks, logq_forward = _forward(state.x, state.weights, state.site_weights, r, rng)
+    y, picks, logq_forward = _forward(
+        state.x, state.weights, state.site_weights, r, kernel_seed(rng)
+    )
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
     logp_y, table_y = logp_and_table(y)
@@ -192,6 +249,15 @@ def categorical_arwm_step(
     -------
     new_state : CategoricalRWState
     info : StepInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> state = CategoricalRWState(np.zeros(4, dtype=np.int64), 0.0)
+    >>> state, info = categorical_arwm_step(state, 1.0, rng, lambda x: 0.0, np.full(4, 3))
+    >>> info.accepted, int((state.x != 0).sum())
+    (True, 1)
     """
     n = state.x.size
     r, u_accept = draw_proposal_size(scale, rng, n)

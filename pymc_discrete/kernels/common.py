@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 __all__ = [
     "StepInfo",
+    "kernel_seed",
     "acceptance_probability",
     "draw_proposal_size",
     "metropolis_hastings",
@@ -31,6 +33,11 @@ class StepInfo(NamedTuple):
         Number of sites the proposal changed (R, or the path length for PAS).
     jump_distance : int
         Number of sites whose value differs between the old and the new state.
+
+    Examples
+    --------
+    >>> StepInfo(accept_prob=0.5, accepted=True, n_proposed=3, jump_distance=3).accepted
+    True
     """
 
     accept_prob: float
@@ -58,6 +65,11 @@ def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
     -------
     int
         The number of sites R to change.
+
+    Examples
+    --------
+    >>> probabilistic_round(2.25, 0.1, 10), probabilistic_round(2.25, 0.9, 10)
+    (3, 2)
     """
     base = math.floor(scale)
     r = base + (1 if u < scale - base else 0)
@@ -77,6 +89,23 @@ def draw_proposal_size(scale: float, rng: np.random.Generator, n_sites: int) -> 
     """
     u = rng.random(2)
     return probabilistic_round(scale, u[0], n_sites), float(u[1])
+
+
+def kernel_seed(rng: np.random.Generator) -> int:
+    """Draw a seed for numba's internal generator from ``rng``.
+
+    Passing a ``numpy.random.Generator`` into a numba function costs about 20 us per call
+    (unboxing its bit generator); the compiled kernels instead seed numba's own
+    per-thread Mersenne Twister with a value drawn here, so the draws stay a
+    deterministic function of ``rng`` at the cost of one integer.
+    """
+    return int(rng.integers(0, 2**32))
+
+
+@numba.njit(cache=True)
+def seed_numba(seed: int) -> None:
+    """Seed numba's internal generator (used by ``np.random.random()`` in kernels)."""
+    np.random.seed(seed)
 
 
 def acceptance_probability(log_alpha: float) -> float:

@@ -38,6 +38,7 @@ import numpy as np
 
 from pymc_discrete.kernels.common import (
     StepInfo,
+    kernel_seed,
     metropolis_hastings,
     probabilistic_round,
 )
@@ -78,6 +79,16 @@ class PathState(NamedTuple):
         The site weights are ``sum_c g(exp(P[i, c])) / exp(log_scale)``.
     site_weights : ndarray of float64, shape (N,)
         Scaled total weight of moving each site.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def target(x):
+    ...     x = np.asarray(x)
+    ...     return 0.5 * x.sum(), 0.5 * (1 - 2 * x)
+    >>> state = init_path_state(np.array([0, 1]), target, 1)
+    >>> state.potentials.tolist()
+    [[0.0, 0.5], [-0.5, 0.0]]
     """
 
     x: np.ndarray
@@ -109,14 +120,29 @@ def potential_table(x: np.ndarray, ratios: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.int64)
     ratios = np.asarray(ratios, dtype=np.float64)
-    rows = np.arange(x.size)
     if ratios.ndim == 1:
-        table = np.zeros((x.size, 2))
-        table[rows, 1 - x] = ratios
-    else:
-        table = ratios.copy()
-    table[~(table > -np.inf)] = -np.inf  # NaN and -inf: impossible
-    table[rows, x] = 0.0
+        return _potentials_from_flips(x, ratios)
+    return _potentials_from_table(x, ratios)
+
+
+@numba.njit(cache=True)
+def _potentials_from_flips(x, ratios):
+    table = np.zeros((x.size, 2))
+    for i in range(x.size):
+        d = ratios[i]
+        table[i, 1 - x[i]] = d if d > -np.inf else -np.inf  # NaN: impossible
+    return table
+
+
+@numba.njit(cache=True)
+def _potentials_from_table(x, ratios):
+    n, k = ratios.shape
+    table = np.empty((n, k))
+    for i in range(n):
+        for c in range(k):
+            d = ratios[i, c]
+            table[i, c] = d if d > -np.inf else -np.inf
+        table[i, x[i]] = 0.0
     return table
 
 
@@ -150,12 +176,12 @@ def _tree_set(tree: np.ndarray, i: int, value: float) -> None:
 
 
 @numba.njit(cache=True)
-def _tree_draw(tree: np.ndarray, rng) -> int:
+def _tree_draw(tree: np.ndarray) -> int:
     """A leaf with probability proportional to its value (redrawn if rounding lands on an
     empty leaf, so the draw is exact)."""
     size = tree.size // 2
     while True:
-        u = rng.random() * tree[1]
+        u = np.random.random() * tree[1]
         k = 1
         while k < size:
             left = tree[2 * k]
@@ -196,22 +222,75 @@ def _row_total(log_weights, log_scale) -> float:
 
 
 @numba.njit(cache=True)
+def _row_weight_at_scale(potentials, i, current, log_scale, code) -> float:
+    base = potentials[i, current]
+    total = 0.0
+    for c in range(potentials.shape[1]):
+        d = potentials[i, c] - base
+        if c != current and d > -np.inf:
+            total += np.exp(_log_g(d, code) - log_scale)
+    return total
+
+
+@numba.njit(cache=True)
 def _site_weights_at(z, potentials, code):
     """Scaled site weights of every site at z and their common log scale (the largest
     log weight of any move, so no weight overflows)."""
     n, k = potentials.shape
-    log_w = np.empty((n, k))
-    row_top = np.empty(n)
-    log_scale = -np.inf
+    top = -np.inf  # g is increasing: the largest weight is that of the largest ratio
     for i in range(n):
-        row_top[i] = _row_log_weights(potentials, i, z[i], code, log_w[i])
-        if row_top[i] > log_scale:
-            log_scale = row_top[i]
+        base = potentials[i, z[i]]
+        for c in range(k):
+            d = potentials[i, c] - base
+            if c != z[i] and d > top:
+                top = d
     weights = np.zeros(n)
-    if log_scale > -np.inf:
-        for i in range(n):
-            weights[i] = _row_total(log_w[i], log_scale)
+    if not top > -np.inf:
+        return weights, -np.inf
+    log_scale = _log_g(top, code)
+    for i in range(n):
+        weights[i] = _row_weight_at_scale(potentials, i, z[i], log_scale, code)
     return weights, log_scale
+
+
+@numba.njit(cache=True)
+def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old_log_scale,
+                          code):
+    """:func:`_site_weights_at`, copying the old weight of every site whose value and
+    potentials are unchanged (bitwise); the others are computed on the old scale unless
+    it no longer fits."""
+    n, k = potentials.shape
+    if not old_log_scale > -np.inf:
+        return _site_weights_at(z, potentials, code)
+    weights = np.empty(n)
+    changed = np.zeros(n, np.bool_)
+    top = -np.inf
+    for i in range(n):
+        same = z[i] == old_z[i]
+        if same:
+            for c in range(k):
+                if potentials[i, c] != old_potentials[i, c]:
+                    same = False
+                    break
+        if same:
+            weights[i] = old_weights[i]
+            continue
+        changed[i] = True
+        base = potentials[i, z[i]]
+        for c in range(k):
+            d = potentials[i, c] - base
+            if c != z[i] and d > top:
+                top = d
+    if top > -np.inf and _log_g(top, code) - old_log_scale > _RESCALE:
+        return _site_weights_at(z, potentials, code)
+    total = 0.0
+    for i in range(n):
+        if changed[i]:
+            weights[i] = _row_weight_at_scale(potentials, i, z[i], old_log_scale, code)
+        total += weights[i]
+    if not total > np.exp(-_RESCALE):
+        return _site_weights_at(z, potentials, code)
+    return weights, old_log_scale
 
 
 @numba.njit(cache=True)
@@ -230,17 +309,17 @@ def _move_site(tree, potentials, z, i, c, log_scale, code, row) -> float:
 
 
 @numba.njit(cache=True)
-def _draw_move(tree, potentials, z, log_scale, code, rng, row):
+def _draw_move(tree, potentials, z, log_scale, code, row):
     """Draw (site, new value) with probability ``w(i, c) / Z(z)``; returns the site, the
     value and the log-probability (site -1 when no move is possible)."""
     total = tree[1]
     if not total > 0.0:
         return -1, -1, -np.inf
-    i = _tree_draw(tree, rng)
+    i = _tree_draw(tree)
     _row_log_weights(potentials, i, z[i], code, row)
     site_total = tree[tree.size // 2 + i]
     while True:
-        u = rng.random() * site_total
+        u = np.random.random() * site_total
         acc = 0.0
         c = -1
         for v in range(row.size):
@@ -254,6 +333,12 @@ def _draw_move(tree, potentials, z, log_scale, code, rng, row):
         if c >= 0 and u < acc:
             break
     return i, c, row[c] - log_scale - np.log(total)
+
+
+@numba.njit(cache=True)
+def _seeded_draw_move(tree, potentials, z, log_scale, code, row, seed):
+    np.random.seed(seed)
+    return _draw_move(tree, potentials, z, log_scale, code, row)
 
 
 @numba.njit(cache=True)
@@ -271,12 +356,14 @@ def _move_logprob(tree, potentials, z, i, c, log_scale, code, row) -> float:
 
 # ---- paths -----------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _linearised_forward(x, potentials, log_scale, site_weights, length, code, rng):
-    """Draw a path of ``length`` moves under the linearisation at x.
+def _linearised_forward(x, potentials, log_scale, site_weights, length, code, seed):
+    """Draw a path of ``length`` moves under the linearisation at x (numba's generator
+    seeded with ``seed``).
 
     Returns the end point, the moved sites and their previous values (in path order) and
     the log-probability of the path (-inf when a move was impossible).
     """
+    np.random.seed(seed)
     tree = _tree_from_leaves(site_weights)
     z = x.copy()
     row = np.empty(potentials.shape[1])
@@ -284,7 +371,7 @@ def _linearised_forward(x, potentials, log_scale, site_weights, length, code, rn
     previous = np.empty(length, np.int64)
     logq = 0.0
     for step in range(length):
-        i, c, lp = _draw_move(tree, potentials, z, log_scale, code, rng, row)
+        i, c, lp = _draw_move(tree, potentials, z, log_scale, code, row)
         if i < 0:
             return z, sites, previous, -np.inf
         sites[step] = i
@@ -316,7 +403,9 @@ def _state_weights(x, potentials, code):
     return _site_weights_at(x, potentials, code)
 
 
-def init_path_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> PathState:
+def init_path_state(
+    x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int, previous: PathState | None = None
+) -> PathState:
     """Build the state of a path auxiliary chain at ``x``.
 
     Parameters
@@ -327,15 +416,32 @@ def init_path_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) ->
         sites.
     code : int
         Weight function code.
+    previous : PathState, optional
+        A nearby state: the weights of sites whose value and ratios are unchanged are
+        copied from it instead of recomputed.
 
     Returns
     -------
     PathState
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.array([[np.nan, 0.2, -np.inf], [0.1, np.nan, 0.4]])
+    >>> state = init_path_state(np.array([0, 1]), lambda x: (0.0, table), 1)
+    >>> state.potentials[0].tolist()  # 0 at the current value, -inf impossible
+    [0.0, 0.2, -inf]
     """
     x = np.asarray(x, dtype=np.int64)
     logp, ratios = logp_and_ratios(x)
     potentials = potential_table(x, ratios)
-    weights, log_scale = _state_weights(x, potentials, code)
+    if previous is None:
+        weights, log_scale = _state_weights(x, potentials, code)
+    else:
+        weights, log_scale = _site_weights_reusing(
+            x, potentials, previous.x, previous.potentials, previous.site_weights,
+            previous.log_scale, code,
+        )
     return PathState(x, float(logp), potentials, float(log_scale), weights)
 
 
@@ -350,6 +456,14 @@ def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float
     -------
     length : int
     u_accept : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> lengths = {draw_path_length(2.0, rng)[0] for _ in range(100)}
+    >>> sorted(lengths)
+    [1, 2, 3]
     """
     u = rng.random(3)
     half = probabilistic_round(scale, u[0], np.iinfo(np.int32).max)
@@ -392,14 +506,27 @@ def pafs_step(
     info : StepInfo
         ``n_proposed`` is the path length L; ``jump_distance`` the Hamming distance
         between the old and the new point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def target(x):  # independent sites: the linearisation is exact
+    ...     x = np.asarray(x)
+    ...     return 0.5 * x.sum(), 0.5 * (1 - 2 * x)
+    >>> rng = np.random.default_rng(0)
+    >>> state = init_path_state(np.zeros(20, dtype=np.int64), target, 1)
+    >>> state, info = pafs_step(state, 4.0, rng, target, 1)
+    >>> 1 <= info.n_proposed <= 7, info.jump_distance <= info.n_proposed
+    (True, True)
     """
     length, u_accept = draw_path_length(scale, rng)
     y, sites, previous, logq_forward = _linearised_forward(
-        state.x, state.potentials, state.log_scale, state.site_weights, length, code, rng
+        state.x, state.potentials, state.log_scale, state.site_weights, length, code,
+        kernel_seed(rng),
     )
     if not logq_forward > -np.inf:
         return state, StepInfo(0.0, False, length, 0)
-    proposed = init_path_state(y, logp_and_ratios, code)
+    proposed = init_path_state(y, logp_and_ratios, code, previous=state)
     logq_reverse = _linearised_reverse(
         y, proposed.potentials, proposed.log_scale, proposed.site_weights, sites, previous,
         code,
@@ -417,8 +544,36 @@ def pas_step(
     """One M-H step of the path auxiliary sampler with exact local ratios at every point
     of the path (L evaluations of the ratios per draw).
 
-    Parameters and returns as :func:`pafs_step`; ``logp_and_ratios`` must give the exact
-    local log-ratios and is called at every point of the path.
+    Parameters
+    ----------
+    state : PathState
+        Current state, with exact local log-ratios.
+    scale : float
+        Mean path length X >= 1.
+    rng : numpy.random.Generator
+    logp_and_ratios : callable
+        ``z -> (logp(z), exact local log-ratios at z)``; called at every point of the
+        path (L times per step).
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    new_state : PathState
+    info : StepInfo
+        As :func:`pafs_step`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def target(x):
+    ...     x = np.asarray(x)
+    ...     return 0.5 * x.sum(), 0.5 * (1 - 2 * x)
+    >>> rng = np.random.default_rng(0)
+    >>> state = init_path_state(np.zeros(20, dtype=np.int64), target, 1)
+    >>> state, info = pas_step(state, 2.0, rng, target, 1)
+    >>> 1 <= info.n_proposed <= 3
+    True
     """
     length, u_accept = draw_path_length(scale, rng)
     current = state
@@ -427,13 +582,13 @@ def pas_step(
     for _ in range(length):
         tree = _tree_from_leaves(current.site_weights)
         z = current.x.copy()
-        i, c, logq_forward = _draw_move(
-            tree, current.potentials, z, current.log_scale, code, rng, row
+        i, c, logq_forward = _seeded_draw_move(
+            tree, current.potentials, z, current.log_scale, code, row, kernel_seed(rng)
         )
         if i < 0:
             return state, StepInfo(0.0, False, length, 0)
         z[i] = c
-        following = init_path_state(z, logp_and_ratios, code)
+        following = init_path_state(z, logp_and_ratios, code, previous=current)
         logq_reverse = _move_logprob(
             _tree_from_leaves(following.site_weights), following.potentials, z, i,
             current.x[i], following.log_scale, code, row,

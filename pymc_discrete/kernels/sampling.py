@@ -5,10 +5,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["sample_ordered", "ordered_picks_logprob"]
+from pymc_discrete.kernels.common import kernel_seed, seed_numba
+
+__all__ = ["sample_ordered", "sample_ordered_core", "ordered_picks_logprob"]
 
 
-@numba.njit(cache=True)
 def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
     """Draw ``r`` distinct sites in order, each with probability proportional to its weight
     among the sites not yet drawn (ordered sampling without replacement, Plackett-Luce).
@@ -33,7 +34,22 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
     ndarray of int64, shape (r,) or (0,)
         The sites in the order they were drawn; empty when fewer than ``r`` sites have
         positive weight (no such ordered draw exists).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> picks = sample_ordered(np.array([1.0, 0.0, 2.0, 3.0]), 3, np.random.default_rng(0))
+    >>> sorted(picks.tolist())  # site 1 has weight zero
+    [0, 2, 3]
     """
+    seed_numba(kernel_seed(rng))
+    return sample_ordered_core(weights, r)
+
+
+@numba.njit(cache=True)
+def sample_ordered_core(weights: np.ndarray, r: int) -> np.ndarray:
+    """:func:`sample_ordered` inside compiled kernels: draws from numba's internal
+    generator (seeded by the caller)."""
     n = weights.size
     cumulative = np.empty(n)
     total = 0.0
@@ -57,7 +73,7 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
                 cumulative[i] = total
             drawn_weight = 0.0
         while True:
-            site = np.searchsorted(cumulative, rng.random() * total, side="right")
+            site = np.searchsorted(cumulative, np.random.random() * total, side="right")
             if site < n and weights[site] > 0.0 and not drawn[site]:
                 break
         drawn[site] = True
@@ -87,6 +103,13 @@ def ordered_picks_logprob(weights: np.ndarray, picks: np.ndarray, reverse: bool)
     -------
     float
         The log-probability, ``-inf`` if any drawn site has zero weight.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = np.array([1.0, 1.0, 2.0])
+    >>> float(np.exp(ordered_picks_logprob(w, np.array([2, 0]), False)))  # 2/4 * 1/2
+    0.25
     """
     n = weights.size
     r = picks.size

@@ -2,7 +2,7 @@
 
 from pymc_discrete.pymc.register import is_registered, register, unregister
 from pymc_discrete.pymc.relaxation import RelaxationError
-from pymc_discrete.pymc.steps import ALBP, ARWM, PAS, RelaxationWarning
+from pymc_discrete.pymc.steps import ALBP, ARWM, PAS, RelaxationWarning, TuningWarning
 
 __all__ = [
     "ALBP",
@@ -10,6 +10,7 @@ __all__ = [
     "PAS",
     "RelaxationError",
     "RelaxationWarning",
+    "TuningWarning",
     "is_registered",
     "register",
     "unregister",

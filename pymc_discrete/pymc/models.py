@@ -73,7 +73,26 @@ def bernoulli_model(n: int = 800, config: str = "C2", seed: int = 0) -> pm.Model
 
 
 def ising_fields(side: int, config: str = "C2", seed: int = 0) -> np.ndarray:
-    """External fields alpha of the paper's Ising configuration (shape (side, side))."""
+    """External fields alpha of the paper's Ising configuration (shape (side, side)).
+
+    Parameters
+    ----------
+    side : int
+        Lattice side.
+    config : {"C1", "C2", "C3"}
+        Configuration of the optimal-scaling paper (Appendix D.2).
+    seed : int
+        Seed of the random part of the fields.
+
+    Returns
+    -------
+    ndarray, shape (side, side)
+
+    Examples
+    --------
+    >>> ising_fields(4, "C2").shape
+    (4, 4)
+    """
     mu, sigma, _ = ISING_CONFIGS[config]
     rng = np.random.default_rng(seed)
     i, j = np.meshgrid(np.arange(side), np.arange(side), indexing="ij")
@@ -223,7 +242,13 @@ def fhmm_model(
 
 
 def binarised_digits() -> np.ndarray:
-    """scikit-learn's 8x8 digits, thresholded at half intensity: (1797, 64) of 0/1."""
+    """scikit-learn's 8x8 digits, thresholded at half intensity: (1797, 64) of 0/1.
+
+    Examples
+    --------
+    >>> binarised_digits().shape  # doctest: +SKIP
+    (1797, 64)
+    """
     from sklearn.datasets import load_digits
 
     return (load_digits().data > 8).astype(np.int64)
@@ -234,6 +259,19 @@ def train_rbm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Train a binary RBM by contrastive divergence (CD-1, minibatches of 50).
 
+    Parameters
+    ----------
+    data : ndarray of 0/1, shape (n, n_visible)
+        Training vectors.
+    n_hidden : int
+        Number of hidden units.
+    epochs : int
+        Passes over the data.
+    lr : float
+        Learning rate.
+    seed : int
+        Seed of the initial weights, minibatches and Gibbs draws.
+
     Returns
     -------
     W : ndarray, shape (n_visible, n_hidden)
@@ -241,6 +279,14 @@ def train_rbm(
         Visible biases.
     c : ndarray, shape (n_hidden,)
         Hidden biases.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = (np.random.default_rng(0).random((100, 6)) < 0.5).astype(np.int64)
+    >>> W, b, c = train_rbm(data, n_hidden=3, epochs=2)
+    >>> W.shape, b.shape, c.shape
+    ((6, 3), (6,), (3,))
     """
     rng = np.random.default_rng(seed)
     n, n_visible = data.shape
@@ -270,10 +316,25 @@ def rbm_model(W: np.ndarray, b: np.ndarray, c: np.ndarray) -> pm.Model:
     ``log p(v) = b . v + sum_j softplus(c_j + (v W)_j) + const``: every hidden unit couples
     all visible units, and the softplus makes the gradient ratios first-order only.
 
+    Parameters
+    ----------
+    W : ndarray, shape (n_visible, n_hidden)
+        Weights.
+    b : ndarray, shape (n_visible,)
+        Visible biases.
+    c : ndarray, shape (n_hidden,)
+        Hidden biases.
+
     Returns
     -------
     pymc.Model
         With one free variable ``x`` of shape (n_visible,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rbm_model(np.zeros((6, 3)), np.zeros(6), np.zeros(3)).free_RVs
+    [x]
     """
     with pm.Model() as model:
         v = pm.Bernoulli("x", 0.5, shape=W.shape[0])

@@ -29,11 +29,25 @@ def register() -> None:
 
 
 def unregister() -> None:
-    """Restore PyMC's default step-method assignment (undo :func:`register`)."""
+    """Restore PyMC's default step-method assignment (undo :func:`register`).
+
+    Examples
+    --------
+    >>> import pymc_discrete as pmd
+    >>> pmd.register(); pmd.unregister(); pmd.is_registered()
+    False
+    """
     while ALBP in STEP_METHODS:
         STEP_METHODS.remove(ALBP)
 
 
 def is_registered() -> bool:
-    """Whether :func:`register` is in effect."""
+    """Whether :func:`register` is in effect.
+
+    Examples
+    --------
+    >>> import pymc_discrete as pmd
+    >>> pmd.is_registered()
+    False
+    """
     return ALBP in STEP_METHODS

@@ -45,11 +45,15 @@ from pymc_discrete.pymc.validation import (
     check_unit_interval,
 )
 
-__all__ = ["ALBP", "ARWM", "PAS", "RelaxationWarning", "max_scale"]
+__all__ = ["ALBP", "ARWM", "PAS", "RelaxationWarning", "TuningWarning", "max_scale"]
 
 
 class RelaxationWarning(UserWarning):
     """The gradient proposal was unavailable and the step fell back to exact ratios."""
+
+
+class TuningWarning(UserWarning):
+    """Tuning could not bring the acceptance rate near its target."""
 
 
 def max_scale(n_sites: int) -> float:
@@ -161,9 +165,20 @@ class _SiteBlockStep(ArrayStepShared):
             self.tune = False
 
     def stop_tuning(self) -> None:
-        """End of tuning: freeze the averaged scale."""
+        """End of tuning: freeze the averaged scale (warn if the target was out of reach)."""
         self.adapter.stop()
         self.tune = False
+        if self.adapter.adapt and self.adapter.stuck_below_target():
+            warnings.warn(
+                f"{type(self).__name__}: tuning ended at the smallest {self._scale_parameter} "
+                f"(1) with an acceptance rate of {self.adapter.late_acceptance:.2f}, well "
+                f"below the target {self.target_accept}. {self._stuck_advice}",
+                TuningWarning,
+                stacklevel=2,
+            )
+
+    #: what to tell a user whose tuning ended stuck at the smallest scale
+    _stuck_advice = "The proposal's local ratios may be poor: try proposal='exact'."
 
     def _tuning_updates(self) -> int | None:
         """Number of M-H steps of the tune phase (the tuner updates after every step)."""
@@ -483,6 +498,7 @@ class ARWM(_SiteBlockStep):
     """
 
     name = "arwm"
+    _stuck_advice = "The target is too sharp for uniform moves: use ALBP."
 
     def __init__(
         self,
@@ -578,6 +594,11 @@ class PAS(_InformedStep):
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
+    max_path_length : float, optional
+        Upper bound of X for the tuner. Default: N for the gradient proposal (a path
+        costs O(N + L log N), so long paths are cheap) and ``min(N, 32)`` for the exact
+        one (every move costs an evaluation of the model, so the acceptance rate alone
+        would buy long paths at a cost that grows with them).
 
     Attributes
     ----------
@@ -606,6 +627,11 @@ class PAS(_InformedStep):
 
     name = "pas"
     _scale_parameter = "path_length"
+    _stuck_advice = (
+        "On targets where only some path lengths can be accepted (e.g. the parity "
+        "model, where odd paths change the parity) the acceptance rises with X and the "
+        "tuner cannot find it: fix the path length, e.g. PAS(path_length=10, adapt=False)."
+    )
 
     def __init__(
         self,
@@ -614,6 +640,7 @@ class PAS(_InformedStep):
         weight: str = "sqrt",
         proposal: str = "gradient",
         path_length: float | None = None,
+        max_path_length: float | None = None,
         adapt: bool = True,
         steps_per_draw: int = 1,
         target_accept: float = 0.574,
@@ -627,6 +654,7 @@ class PAS(_InformedStep):
         self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
         self.fallback_reason: str | None = None
         self._code = weight_code(self.weight)
+        self._max_path_length = max_path_length
         super().__init__(
             vars,
             target_accept=target_accept,
@@ -639,12 +667,28 @@ class PAS(_InformedStep):
             blocked=blocked,
         )
         self._compile_ratios(compile_kwargs)
+        if self.fallback_reason is not None:  # now exact: its bound applies
+            upper = self._max_scale(self.n_sites)
+            self.adapter.upper = upper
+            self.adapter.initial_scale = min(self.adapter.initial_scale, upper)
+            self.adapter.start(None)
 
-    @staticmethod
-    def _max_scale(n_sites: int) -> float:
-        """X may reach N: a path of random length, sites drawn with replacement, is no
-        involution, so the "flip everything" periodicity that caps R at N/2 cannot occur."""
-        return float(max(1, n_sites))
+    def _max_scale(self, n_sites: int) -> float:
+        """X may reach N (a path of random length, sites drawn with replacement, is no
+        involution, so the "flip everything" periodicity that caps R at N/2 cannot
+        occur); exact paths stop at 32 by default (``max_path_length``)."""
+        upper = float(max(1, n_sites))
+        if self._max_path_length is not None:
+            try:
+                bound = float(self._max_path_length)
+            except (TypeError, ValueError):
+                bound = float("nan")
+            if not 1.0 <= bound:
+                raise ValueError(
+                    f"max_path_length must be a number >= 1, got {self._max_path_length!r}"
+                )
+            return min(upper, bound)
+        return upper if self.proposal == "gradient" else min(upper, 32.0)
 
     def _init_state(self, x: np.ndarray):
         return init_path_state(x, self._logp_and_ratios, self._code)

@@ -13,7 +13,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.models import ising_model
+from pymc_discrete.pymc.models import ising_model, parity_model
 from tests.exact import all_states
 from tests.pymc.checks import N_MCSE, one_hot_means_within_mcse
 
@@ -65,20 +65,30 @@ def test_pas_on_categorical_sites_matches_enumeration(potts, proposal):
 
 
 def test_parity_model_is_crossed_by_paths():
-    """Parity of 6 sites with U = 4: odd states are e^4 less likely. Written with a
-    product of (1 - 2x) the potential is multilinear, so the linearised path is exact."""
+    """Parity of 6 sites with U = 4: odd states are e^4 less likely; paths of even length
+    keep the parity and are accepted. Exact ratios along the path (the linearisation at
+    x would send most even paths straight back to x)."""
     u = 4.0
-    with pm.Model() as model:
-        x = pm.Bernoulli("x", 0.5, shape=6)
-        pm.Potential("parity", -u * (1.0 - pt.prod(1.0 - 2.0 * x)) / 2.0)
-    step = pmd.PAS([x], model=model)
-    assert step.ratios_are_exact
+    model = parity_model(6, u)
+    step = pmd.PAS([model["x"]], model=model, proposal="exact", path_length=3.0,
+                   adapt=False)
     idata = _sample(model, step, draws=3000)
     odd = idata.posterior["x"].values.sum(axis=-1) % 2
     p_odd = 1.0 / (1.0 + np.exp(u))
     se = np.sqrt(p_odd * (1 - p_odd) / az.ess(odd.astype(float)).item())
     assert abs(odd.mean() - p_odd) < N_MCSE * se
     _assert_means_within_mcse(idata, "x", np.full(6, 0.5))
+    assert float(idata.sample_stats["jump_distance"].mean()) > 0.5
+
+
+def test_tuning_that_cannot_reach_the_target_warns():
+    """On the parity model the acceptance rises with X (odd paths are rejected), so
+    tuning toward 0.574 drives X to 1: the step says so instead of failing silently."""
+    model = parity_model(8, 5.0)
+    step = pmd.PAS([model["x"]], model=model)
+    with pytest.warns(pmd.TuningWarning, match="fix the path length"):
+        idata = _sample(model, step, draws=50, tune=300, chains=1)
+    assert idata.sample_stats["scaling"].values[0, 0] == 1.0
 
 
 def test_unrelaxable_model_falls_back_to_exact_paths():
@@ -89,6 +99,7 @@ def test_unrelaxable_model_falls_back_to_exact_paths():
     with pytest.warns(pmd.RelaxationWarning, match="PAS cannot use gradient proposals"):
         step = pmd.PAS([x], model=model)
     assert step.proposal == "exact" and step.fallback_reason
+    assert step.adapter.upper == 5.0  # min(N, 32): the exact proposal's bound
     idata = _sample(model, step, draws=1500)
     _assert_means_within_mcse(idata, "x", np.full(5, 0.5))
 
@@ -148,6 +159,10 @@ def test_pas_bad_input():
         pmd.PAS([g], model=model, path_length="long")
     with pytest.raises(ValueError, match="Unknown weight"):
         pmd.PAS([g], model=model, weight="linear")
+    with pytest.raises(ValueError, match="max_path_length"):
+        pmd.PAS([g], model=model, max_path_length=0.5)
+    assert pmd.PAS([g], model=model).adapter.upper == 6.0
+    assert pmd.PAS([g], model=model, proposal="exact", max_path_length=3).adapter.upper == 3.0
     with pytest.raises(ValueError, match="target_accept"):
         pmd.PAS([g], model=model, target_accept=1.2)
     competence = pm.step_methods.compound.Competence
