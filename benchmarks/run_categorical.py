@@ -35,7 +35,10 @@ def main(draws: int = 3000, tune: int = 3000, gibbs_draws: int = 60, gibbs_tune:
     start = {"x": np.random.default_rng(0).integers(0, 4, (30, 30))}
     runs = [
         ("ALBP (gradient)", lambda m: pmd.ALBP([m["x"]]), draws, tune),
+        ("ALBP (gradient, 4 steps per draw)",
+         lambda m: pmd.ALBP([m["x"]], steps_per_draw=4), draws, tune // 4),
         ("ALBP (exact)", lambda m: pmd.ALBP([m["x"]], proposal="exact"), draws, tune),
+        ("PAS (gradient)", lambda m: pmd.PAS([m["x"]]), draws, tune),
         ("ARWM", lambda m: pmd.ARWM([m["x"]]), draws, tune),
         ("CategoricalGibbsMetropolis (uniform)",
          lambda m: pm.CategoricalGibbsMetropolis([m["x"]], proposal="uniform"),
@@ -62,6 +65,8 @@ chain; CategoricalGibbsMetropolis (a sweep of all sites per draw): {gibbs_draws}
 after {gibbs_tune}; 2 chains each. ALBP (gradient): one logp + gradient of the one-hot
 relaxation per draw (the Potts log density is linear in each site's one-hot vector, so
 the ratios are exact); ALBP (exact): 2 colours x 4 values = 9 batched term evaluations.
+"4 steps per draw" runs 4 M-H steps per PyMC draw (`steps_per_draw=4`); its tune phase
+has a quarter of the draws, so it tunes over the same number of M-H steps.
 
 {format_table(rows, baseline="CategoricalGibbsMetropolis (proportional)")}
 """

@@ -13,6 +13,7 @@ from pymc_discrete.pymc import (
     PAS,
     RelaxationError,
     RelaxationWarning,
+    SAMCMC,
     TuningWarning,
     is_registered,
     register,

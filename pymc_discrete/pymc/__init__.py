@@ -2,6 +2,7 @@
 
 from pymc_discrete.pymc.register import is_registered, register, unregister
 from pymc_discrete.pymc.relaxation import RelaxationError
+from pymc_discrete.pymc.samcmc import SAMCMC
 from pymc_discrete.pymc.steps import ALBP, ARWM, PAS, RelaxationWarning, TuningWarning
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "PAS",
     "RelaxationError",
     "RelaxationWarning",
+    "SAMCMC",
     "TuningWarning",
     "is_registered",
     "register",

@@ -1,0 +1,140 @@
+"""SAMCMC benchmark (issue: SA-MCMC, a tuning-free step method for continuous variables).
+
+ESS per logp evaluation and per second of SAMCMC against PyMC's gradient-free samplers,
+`pm.Metropolis` (its scale tuned during the tune phase) and `pm.DEMetropolisZ`:
+
+1. correlated Gaussians of dimension 2 to 50 (covariance with eigenvalues log-uniform on
+   [0.1, 10], a random rotation);
+2. the paper's Bayesian logistic regression on digits 7 vs 9 reduced to 10 principal
+   components (scikit-learn's 8x8 digits stand in for MNIST, which is not shipped
+   offline), standard normal prior, 11 coefficients.
+
+Every sampler does one logp evaluation per draw (SAMCMC adds N for its initial
+population), so ESS per evaluation is ESS per post-tuning draw. Writes its section of
+``benchmarks/RESULTS.md``. Run with ``python benchmarks/run_samcmc.py`` (``--quick``:
+fewer draws and dimensions).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pymc_discrete as pmd  # noqa: E402
+from benchmarks.harness import machine_description, write_section  # noqa: E402
+
+SAMPLERS = {
+    "SAMCMC": lambda m: pmd.SAMCMC(model=m),
+    "Metropolis": lambda m: pm.Metropolis(),
+    "DEMetropolisZ": lambda m: pm.DEMetropolisZ(),
+}
+
+
+def correlated_gaussian(d: int, seed: int = 0) -> pm.Model:
+    """MvNormal with a random covariance of condition number 100."""
+    rng = np.random.default_rng(seed + d)
+    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    cov = q @ np.diag(np.exp(rng.uniform(np.log(0.1), np.log(10.0), d))) @ q.T
+    with pm.Model() as model:
+        pm.MvNormal("x", np.zeros(d), cov=cov)
+    return model
+
+
+def digits_logistic_regression() -> pm.Model:
+    """Logistic regression of 7 vs 9 on 10 principal components of the 8x8 digits."""
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    keep = np.isin(data.target, (7, 9))
+    X = data.data[keep] / 16.0
+    X = X - X.mean(0)
+    _, _, vt = np.linalg.svd(X, full_matrices=False)
+    Z = X @ vt[:10].T
+    Z = (Z - Z.mean(0)) / Z.std(0)
+    y = (data.target[keep] == 9).astype(int)
+    with pm.Model() as model:
+        w = pm.Normal("w", 0.0, 1.0, shape=10)
+        b = pm.Normal("b", 0.0, 1.0)
+        pm.Bernoulli("y", logit_p=Z @ w + b, observed=y)
+    return model
+
+
+def run(model: pm.Model, make_step, draws: int, tune: int, chains: int = 2) -> dict:
+    with model:
+        step = make_step(model)
+        start = time.perf_counter()
+        idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains, cores=1,
+                          random_seed=1, progressbar=False, compute_convergence_checks=False)
+        seconds = time.perf_counter() - start
+    ess = az.ess(idata, method="bulk")
+    min_ess = min(float(ess[v].min()) for v in ess.data_vars)
+    sampling_seconds = seconds * draws / (draws + tune)
+    stats = idata.sample_stats
+    accept = float(stats["accept"].mean()) if "accept" in stats else float(
+        np.mean(stats["accepted"].values)) if "accepted" in stats else float("nan")
+    return {"min_ess": min_ess, "per_eval": min_ess / (chains * draws),
+            "per_s": min_ess / sampling_seconds, "accept": accept, "seconds": seconds}
+
+
+def table(rows: list[tuple[str, str, dict]]) -> str:
+    lines = ["| model | sampler | accept | min ESS | min ESS per 1000 evals | min ESS/s | "
+             "per eval vs Metropolis |", "|---|---|---|---|---|---|---|"]
+    base = {m: r for m, s, r in rows if s == "Metropolis"}
+    for model, sampler, r in rows:
+        lines.append(f"| {model} | {sampler} | {r['accept']:.3f} | {r['min_ess']:.0f} | "
+                     f"{1000 * r['per_eval']:.1f} | {r['per_s']:.1f} | "
+                     f"{r['per_eval'] / base[model]['per_eval']:.1f}x |")
+    return "\n".join(lines)
+
+
+def main(quick: bool = False) -> None:
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    dims = (2, 10) if quick else (2, 5, 10, 20, 50)
+    draws, tune = (2000, 1000) if quick else (10000, 5000)
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for d in dims:
+            model = correlated_gaussian(d)
+            for label, make_step in SAMPLERS.items():
+                print(f"  Gaussian d={d}: {label}", flush=True)
+                rows.append((f"Gaussian d={d}", label, run(model, make_step, draws, tune)))
+        model = digits_logistic_regression()
+        for label, make_step in SAMPLERS.items():
+            print(f"  logistic regression: {label}", flush=True)
+            rows.append(("logistic regression (11 dims)", label,
+                         run(model, make_step, draws, tune)))
+    command = "python benchmarks/run_samcmc.py" + (" --quick" if quick else "")
+    text = f"""## SAMCMC: Sample Adaptive MCMC against PyMC's gradient-free samplers
+
+Produced by `{command}` on {stamp}.
+Machine: {machine_description()}.
+
+{draws} draws after {tune} tuning draws per chain, 2 chains, `cores=1`. "min ESS" is the
+smallest bulk ESS over the coordinates; every sampler evaluates the log density once per
+draw, so "per 1000 evals" counts post-tuning draws (SAMCMC also spends N evaluations on
+its initial population). SAMCMC uses its defaults (Gaussian proposal, full covariance,
+N = max(20, 2d + 2)); pm.Metropolis tunes its proposal scale during the tune phase;
+pm.DEMetropolisZ tunes its scale and uses its default history. Gaussians: covariance
+with eigenvalues log-uniform on [0.1, 10] and a random rotation. Logistic regression:
+digits 7 vs 9 of scikit-learn's 8x8 digits, 10 principal components (the paper used
+MNIST), standard normal prior on the 11 coefficients.
+
+{table(rows)}
+"""
+    write_section("samcmc", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)

@@ -1,0 +1,230 @@
+"""SAMCMC: Sample Adaptive MCMC as a PyMC step method for all-continuous models."""
+
+from __future__ import annotations
+
+import numpy as np
+from pymc.blocking import RaveledVars, StatsType
+from pymc.model import modelcontext
+from pymc.pytensorf import compile as compile_pytensor
+from pymc.pytensorf import join_nonshared_inputs
+from pymc.step_methods.arraystep import ArrayStepShared
+from pymc.step_methods.compound import Competence, StepMethodState
+from pymc.util import get_value_vars_from_user_vars
+
+from pymc_discrete.kernels.sample_adaptive import (
+    COVARIANCES,
+    PROPOSALS,
+    init_population,
+    samcmc_step,
+)
+from pymc_discrete.pymc.validation import check_choice, check_positive_int
+
+__all__ = ["SAMCMC"]
+
+
+class SAMCMC(ArrayStepShared):
+    """Sample Adaptive MCMC (Zhu, 2019): a tuning-free, gradient-free step method for
+    models whose free variables are all continuous.
+
+    The chain's state is a population of N points on PyMC's transformed (unconstrained)
+    space. Each iteration proposes a point from a Gaussian or Student-t with the
+    population's mean and covariance, evaluates the model once, and substitutes it for at
+    most one point, with the probabilities of the paper's Algorithm 1; the population's
+    target is the product of N copies of the posterior. Each PyMC draw reports one point
+    of the population chosen uniformly at random, so the draws have the posterior as
+    their marginal. There is no scale to tune: the proposal adapts through the
+    population, and PyMC's tune phase serves as burn-in.
+
+    SAMCMC must own every free variable of the model and cannot be combined with other
+    step methods: another step updating some variables given one reported point would
+    change the conditional targets of the other points and break the product target.
+
+    Parameters
+    ----------
+    vars : list of random variables, optional
+        Must be all free variables of the model (the default).
+    n_points : int, optional
+        Population size N. Default ``max(20, 2 * d + 2)`` for a full covariance (at least
+        ``d + 2`` are needed), ``max(10, d + 2)`` for a diagonal one, d being the number
+        of unconstrained dimensions.
+    proposal : {"gaussian", "student_t"}
+        Proposal family; the Student-t (``dof`` degrees of freedom) has heavier tails.
+    covariance : {"full", "diagonal"}
+        Full covariance (O(N d^2) per iteration) or its diagonal (O(N d)).
+    init_spread : float
+        The initial population is the initial point plus independent normal noise of this
+        standard deviation in every unconstrained coordinate (points of zero density are
+        redrawn). Default 1.
+    dof : float
+        Degrees of freedom of the Student-t proposal.
+    model : pymc.Model, optional
+    initial_point, compile_kwargs, rng, blocked
+        Passed by ``pm.sample`` when it builds the step itself.
+
+    Notes
+    -----
+    Sampler statistics per draw: ``accept`` (the probability that the proposed point
+    entered the population), ``accepted`` (1.0 if it did), ``replaced`` (index of the
+    substituted point, -1 if none) and ``reported`` (index of the point reported as the
+    draw).
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model():
+    ...     x = pm.Normal("x", 0.0, 1.0, shape=3)
+    ...     idata = pm.sample(step=pmd.SAMCMC(), chains=2, progressbar=False)  # doctest: +SKIP
+    """
+
+    name = "samcmc"
+    default_blocked = True
+    stats_dtypes_shapes = {
+        "accept": (np.float64, []),
+        "accepted": (np.float64, []),
+        "replaced": (np.int64, []),
+        "reported": (np.int64, []),
+    }
+    _state_class = StepMethodState
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        n_points: int | None = None,
+        proposal: str = "gaussian",
+        covariance: str = "full",
+        init_spread: float = 1.0,
+        dof: float = 5.0,
+        model=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+        rng=None,
+        blocked: bool = True,
+    ) -> None:
+        model = modelcontext(model)
+        self.proposal = check_choice("proposal", proposal, PROPOSALS)
+        self.covariance = check_choice("covariance", covariance, COVARIANCES)
+        if vars is None:
+            vars = model.free_RVs
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        _check_owns_the_model(model, value_vars)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        self.n_dims = int(sum(np.size(initial_point[v.name]) for v in value_vars))
+        d = self.n_dims
+        if n_points is None:
+            n_points = max(20, 2 * d + 2) if self.covariance == "full" else max(10, d + 2)
+        self.n_points = check_positive_int("n_points", n_points)
+        smallest = d + 2 if self.covariance == "full" else 3
+        if self.n_points < smallest:
+            raise ValueError(
+                f"n_points must be at least {smallest} for a {self.covariance} covariance in "
+                f"{d} dimensions, got {self.n_points}"
+            )
+        try:
+            self.init_spread = float(init_spread)
+            self.dof = float(dof)
+        except (TypeError, ValueError):
+            raise ValueError("init_spread and dof must be positive numbers") from None
+        if not (self.init_spread > 0 and self.dof > 0):
+            raise ValueError(
+                f"init_spread and dof must be positive, got {init_spread!r} and {dof!r}"
+            )
+        [logp], joined = join_nonshared_inputs(initial_point, [model.logp()], value_vars, {})
+        fn = compile_pytensor([joined], logp, **(compile_kwargs or {}))
+        fn.trust_input = True
+        self._logp_fn = fn
+        self.model = model
+        self._population = None
+        self._last = None
+        self.tune = True
+        super().__init__(value_vars, {}, blocked=blocked, rng=rng)
+
+    def _logp(self, theta: np.ndarray) -> float:
+        return float(self._logp_fn(np.asarray(theta, dtype=np.float64)))
+
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Start a chain: new generator, new population."""
+        super().setup_chain(rng, tune, draws)
+        self._population = None
+        self._last = None
+
+    def reset_tuning(self) -> None:
+        """Nothing to tune; a new chain starts from a new population."""
+        self._population = None
+        self._last = None
+
+    def stop_tuning(self) -> None:
+        """Nothing to freeze: SAMCMC has no tuning parameter."""
+        self.tune = False
+
+    def _initial_population(self, x0: np.ndarray):
+        logp0 = self._logp(x0)
+        if not np.isfinite(logp0):
+            raise ValueError(
+                f"SAMCMC: the initial point has log density {logp0}; start from a point of "
+                "positive density"
+            )
+        points = [x0]
+        logps = [logp0]
+        tries = 0
+        while len(points) < self.n_points:
+            candidate = x0 + self.init_spread * self.rng.standard_normal(x0.size)
+            value = self._logp(candidate)
+            tries += 1
+            if np.isfinite(value):
+                points.append(candidate)
+                logps.append(value)
+            elif tries > 100 * self.n_points:
+                raise ValueError(
+                    "SAMCMC: most points drawn around the initial point have zero density; "
+                    "lower init_spread"
+                )
+        return init_population(np.array(points), np.array(logps), self.covariance)
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
+        x = np.asarray(q0.data, dtype=np.float64)
+        if self._population is None:
+            self._population = self._initial_population(x)
+        elif self._last is not None and not np.array_equal(x, self._last):
+            raise RuntimeError(
+                "SAMCMC: another step changed the variables between draws. SAMCMC must be "
+                "the only step method of the model (its population targets the product of "
+                "N copies of the posterior, which other steps would break)."
+            )
+        self._population, info = samcmc_step(
+            self._population, self.rng, self._logp, self.proposal, self.covariance, self.dof
+        )
+        reported = int(self.rng.integers(self.n_points))
+        out = self._population.points[reported].copy()
+        self._last = out
+        stats = {
+            "accept": float(info.accept_prob),
+            "accepted": float(info.accepted),
+            "replaced": int(info.replaced),
+            "reported": reported,
+        }
+        return RaveledVars(out.astype(q0.data.dtype), q0.point_map_info), [stats]
+
+    @staticmethod
+    def competence(var, has_grad=False):
+        """COMPATIBLE for continuous variables (never chosen automatically)."""
+        if var.dtype.startswith("float"):
+            return Competence.COMPATIBLE
+        return Competence.INCOMPATIBLE
+
+
+def _check_owns_the_model(model, value_vars) -> None:
+    """SAMCMC must sample every free variable, all of them continuous."""
+    discrete = [v.name for v in model.value_vars if not v.dtype.startswith("float")]
+    if discrete:
+        raise TypeError(
+            f"SAMCMC needs a model whose free variables are all continuous; {discrete} "
+            "are discrete"
+        )
+    missing = sorted({v.name for v in model.value_vars} - {v.name for v in value_vars})
+    if missing:
+        raise ValueError(
+            f"SAMCMC must own every free variable of the model; {missing} are left to other "
+            "steps, which would break its population's product target. Pass vars=None."
+        )
