@@ -168,7 +168,10 @@ def path_length_sweep(draws: int, tune: int, lengths: tuple[float, ...]):
     return lines, tuned, best
 
 
-def main(quick: bool = False) -> None:
+PARTS = ("parity", "compare", "length")
+
+
+def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if quick:
         parity_draws, parity_tune, parity_chains = 2000, 500, 2
@@ -180,24 +183,16 @@ def main(quick: bool = False) -> None:
         draws, tune, exact_draws, gibbs_draws = 3000, 3000, 200, 100
         sweep = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
         sweep_draws = 1500
+    command = "python benchmarks/run_path.py" + (" --quick" if quick else "")
+    head = f"Produced by `{command}` on {stamp}.\nMachine: {machine_description()}."
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        print("Parity model ...", flush=True)
-        parity_lines, _ = parity(parity_draws, parity_tune, parity_chains)
-        print("Ising and FHMM ...", flush=True)
-        tables = comparisons(draws, tune, exact_draws, gibbs_draws)
-        print("Path length sweep ...", flush=True)
-        sweep_lines, tuned, best = path_length_sweep(sweep_draws, sweep_draws, sweep)
-    command = "python benchmarks/run_path.py" + (" --quick" if quick else "")
-    comparison_text = "\n\n".join(
-        f"### {name}\n\n{table}" for name, (table, _) in tables.items()
-    )
-    text = f"""## PAS: path auxiliary sampler
+        if "parity" in parts:
+            print("Parity model ...", flush=True)
+            parity_lines, _ = parity(parity_draws, parity_tune, parity_chains)
+            write_section("path-parity", f"""## PAS: parity model (p = 100), error of the mean estimate
 
-Produced by `{command}` on {stamp}.
-Machine: {machine_description()}.
-
-### Parity model (p = 100): error of the mean estimate
+{head}
 
 `pi(x) ~ exp(-U (sum x mod 2))`, exact mean 1/2 at every site; {parity_chains} chains of
 {parity_draws} draws (after {parity_tune} tuning draws for the adaptive samplers) from the
@@ -214,8 +209,16 @@ mostly return to x.
 {chr(10).join(parity_lines)}
 
 ![parity](path_parity.png)
+""")
+        if "compare" in parts:
+            print("Ising and FHMM ...", flush=True)
+            tables = comparisons(draws, tune, exact_draws, gibbs_draws)
+            comparison_text = "\n\n".join(
+                f"### {name}\n\n{table}" for name, (table, _) in tables.items()
+            )
+            write_section("path-compare", f"""## PAS: ESS per second against PyMC's Gibbs sampler
 
-### ESS per second against PyMC's Gibbs sampler
+{head}
 
 PAFS and ALBP: {draws} draws after {tune} tuning; PAS (exact ratios at every point of
 the path, one batched evaluation of the model's terms per move): {exact_draws} after
@@ -223,8 +226,13 @@ the path, one batched evaluation of the model's terms per move): {exact_draws} a
 same random start. `R` is the tuned scale: R for ALBP, the mean path length X for PAS.
 
 {comparison_text}
+""")
+        if "length" in parts:
+            print("Path length sweep ...", flush=True)
+            sweep_lines, tuned, best = path_length_sweep(sweep_draws, sweep_draws, sweep)
+            write_section("path-length", f"""## PAS: tuned path length against the best fixed one (Ising 50x50, PAFS)
 
-### Tuned path length against the best fixed one (Ising 50x50, PAFS)
+{head}
 
 {sweep_draws} draws after {sweep_draws} tuning per chain (tuning only moves X in the
 "tuned" row). Target acceptance 0.574. The tuned X is {tuned.scale:.1f}; the fixed X with
@@ -233,10 +241,10 @@ the largest EJD per second is {best[0]:g}.
 {chr(10).join(sweep_lines)}
 
 ![path length](path_length.png)
-"""
-    write_section("path", text)
-    print(text)
+""")
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    chosen = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--parts=")), None)
+    main(quick="--quick" in sys.argv,
+         parts=tuple(chosen.split(",")) if chosen else PARTS)

@@ -67,6 +67,7 @@ DOCTEST_MODULES = [
     "pymc_discrete.kernels.categorical",
     "pymc_discrete.kernels.common",
     "pymc_discrete.kernels.path",
+    "pymc_discrete.kernels.sample_adaptive",
     "pymc_discrete.kernels.sampling",
     "pymc_discrete.kernels.weights",
     "pymc_discrete.pymc.models",

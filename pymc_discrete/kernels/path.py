@@ -62,6 +62,7 @@ LogpAndRatios = Callable[[np.ndarray], tuple[float, np.ndarray]]
 #: above the current one, or the total fall below exp(-_RESCALE) (no overflow, no
 #: underflow of the whole tree).
 _RESCALE = 600.0
+_TINY = float(np.exp(-_RESCALE))
 
 
 class PathState(NamedTuple):
@@ -196,40 +197,20 @@ def _tree_draw(tree: np.ndarray) -> int:
 
 # ---- weights of one site ---------------------------------------------------------------
 @numba.njit(cache=True)
-def _row_log_weights(potentials, i, current, code, out) -> float:
-    """Log weights ``log g(exp(P[i, c] - P[i, current]))`` of moving site i (at value
-    ``current``) to every other value, into ``out``; returns their maximum."""
+def _site_total(potentials, i, current, log_scale, code):
+    """Scaled total weight of moving site i (at value ``current``) and the largest log
+    weight among its moves."""
     base = potentials[i, current]
+    total = 0.0
     top = -np.inf
     for c in range(potentials.shape[1]):
         d = potentials[i, c] - base
-        if c == current or not d > -np.inf:  # also NaN
-            out[c] = -np.inf
-        else:
-            out[c] = _log_g(d, code)
-            if out[c] > top:
-                top = out[c]
-    return top
-
-
-@numba.njit(cache=True)
-def _row_total(log_weights, log_scale) -> float:
-    total = 0.0
-    for c in range(log_weights.size):
-        if log_weights[c] > -np.inf:
-            total += np.exp(log_weights[c] - log_scale)
-    return total
-
-
-@numba.njit(cache=True)
-def _row_weight_at_scale(potentials, i, current, log_scale, code) -> float:
-    base = potentials[i, current]
-    total = 0.0
-    for c in range(potentials.shape[1]):
-        d = potentials[i, c] - base
         if c != current and d > -np.inf:
-            total += np.exp(_log_g(d, code) - log_scale)
-    return total
+            lw = _log_g(d, code)
+            if lw > top:
+                top = lw
+            total += np.exp(lw - log_scale)
+    return total, top
 
 
 @numba.njit(cache=True)
@@ -249,7 +230,7 @@ def _site_weights_at(z, potentials, code):
         return weights, -np.inf
     log_scale = _log_g(top, code)
     for i in range(n):
-        weights[i] = _row_weight_at_scale(potentials, i, z[i], log_scale, code)
+        weights[i] = _site_total(potentials, i, z[i], log_scale, code)[0]
     return weights, log_scale
 
 
@@ -286,7 +267,7 @@ def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old
     total = 0.0
     for i in range(n):
         if changed[i]:
-            weights[i] = _row_weight_at_scale(potentials, i, z[i], old_log_scale, code)
+            weights[i] = _site_total(potentials, i, z[i], old_log_scale, code)[0]
         total += weights[i]
     if not total > np.exp(-_RESCALE):
         return _site_weights_at(z, potentials, code)
@@ -294,14 +275,14 @@ def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old
 
 
 @numba.njit(cache=True)
-def _move_site(tree, potentials, z, i, c, log_scale, code, row) -> float:
+def _move_site(tree, potentials, z, i, c, log_scale, code) -> float:
     """Set ``z[i] = c`` and its leaf; rebuild the whole tree at a new scale if the new
     weights would overflow or the total underflow. Returns the log scale in use."""
     z[i] = c
-    top = _row_log_weights(potentials, i, c, code, row)
+    total, top = _site_total(potentials, i, c, log_scale, code)
     if top - log_scale < _RESCALE:
-        _tree_set(tree, i, _row_total(row, log_scale))
-        if tree[1] > np.exp(-_RESCALE):
+        _tree_set(tree, i, total)
+        if tree[1] > _TINY:
             return log_scale
     weights, log_scale = _site_weights_at(z, potentials, code)
     tree[:] = _tree_from_leaves(weights)
@@ -309,49 +290,56 @@ def _move_site(tree, potentials, z, i, c, log_scale, code, row) -> float:
 
 
 @numba.njit(cache=True)
-def _draw_move(tree, potentials, z, log_scale, code, row):
+def _draw_move(tree, potentials, z, log_scale, code):
     """Draw (site, new value) with probability ``w(i, c) / Z(z)``; returns the site, the
     value and the log-probability (site -1 when no move is possible)."""
     total = tree[1]
     if not total > 0.0:
         return -1, -1, -np.inf
     i = _tree_draw(tree)
-    _row_log_weights(potentials, i, z[i], code, row)
+    a = z[i]
+    base = potentials[i, a]
+    k = potentials.shape[1]
     site_total = tree[tree.size // 2 + i]
     while True:
         u = np.random.random() * site_total
         acc = 0.0
         c = -1
-        for v in range(row.size):
-            if row[v] > -np.inf:
-                w = np.exp(row[v] - log_scale)
-                if w > 0.0:
-                    c = v
-                    acc += w
-                    if u < acc:
-                        break
+        lw_c = -np.inf
+        for v in range(k):
+            d = potentials[i, v] - base
+            if v == a or not d > -np.inf:
+                continue
+            lw = _log_g(d, code)
+            w = np.exp(lw - log_scale)
+            if w > 0.0:
+                c = v
+                lw_c = lw
+                acc += w
+                if u < acc:
+                    break
         if c >= 0 and u < acc:
             break
-    return i, c, row[c] - log_scale - np.log(total)
+    return i, c, lw_c - log_scale - np.log(total)
 
 
 @numba.njit(cache=True)
-def _seeded_draw_move(tree, potentials, z, log_scale, code, row, seed):
+def _seeded_draw_move(tree, potentials, z, log_scale, code, seed):
     np.random.seed(seed)
-    return _draw_move(tree, potentials, z, log_scale, code, row)
+    return _draw_move(tree, potentials, z, log_scale, code)
 
 
 @numba.njit(cache=True)
-def _move_logprob(tree, potentials, z, i, c, log_scale, code, row) -> float:
+def _move_logprob(tree, potentials, z, i, c, log_scale, code) -> float:
     """Log-probability of moving site i of z to value c: ``log w(i, c) - log Z(z)``."""
     total = tree[1]
-    if not total > 0.0:
+    d = potentials[i, c] - potentials[i, z[i]]
+    if not total > 0.0 or c == z[i] or not d > -np.inf:
         return -np.inf
-    _row_log_weights(potentials, i, z[i], code, row)
-    w = np.exp(row[c] - log_scale)
-    if not w > 0.0:
+    lw = _log_g(d, code)
+    if not np.exp(lw - log_scale) > 0.0:
         return -np.inf
-    return row[c] - log_scale - np.log(total)
+    return lw - log_scale - np.log(total)
 
 
 # ---- paths -----------------------------------------------------------------------------
@@ -366,18 +354,17 @@ def _linearised_forward(x, potentials, log_scale, site_weights, length, code, se
     np.random.seed(seed)
     tree = _tree_from_leaves(site_weights)
     z = x.copy()
-    row = np.empty(potentials.shape[1])
     sites = np.empty(length, np.int64)
     previous = np.empty(length, np.int64)
     logq = 0.0
     for step in range(length):
-        i, c, lp = _draw_move(tree, potentials, z, log_scale, code, row)
+        i, c, lp = _draw_move(tree, potentials, z, log_scale, code)
         if i < 0:
             return z, sites, previous, -np.inf
         sites[step] = i
         previous[step] = z[i]
         logq += lp
-        log_scale = _move_site(tree, potentials, z, i, c, log_scale, code, row)
+        log_scale = _move_site(tree, potentials, z, i, c, log_scale, code)
     return z, sites, previous, logq
 
 
@@ -386,15 +373,14 @@ def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous,
     """Log-probability of walking the path back from y under the linearisation at y."""
     tree = _tree_from_leaves(site_weights)
     z = y.copy()
-    row = np.empty(potentials.shape[1])
     logq = 0.0
     for step in range(sites.size - 1, -1, -1):
         i = sites[step]
-        lp = _move_logprob(tree, potentials, z, i, previous[step], log_scale, code, row)
+        lp = _move_logprob(tree, potentials, z, i, previous[step], log_scale, code)
         if not lp > -np.inf:
             return -np.inf
         logq += lp
-        log_scale = _move_site(tree, potentials, z, i, previous[step], log_scale, code, row)
+        log_scale = _move_site(tree, potentials, z, i, previous[step], log_scale, code)
     return logq
 
 
@@ -577,13 +563,12 @@ def pas_step(
     """
     length, u_accept = draw_path_length(scale, rng)
     current = state
-    row = np.empty(state.potentials.shape[1])
     log_q_ratio = 0.0
     for _ in range(length):
         tree = _tree_from_leaves(current.site_weights)
         z = current.x.copy()
         i, c, logq_forward = _seeded_draw_move(
-            tree, current.potentials, z, current.log_scale, code, row, kernel_seed(rng)
+            tree, current.potentials, z, current.log_scale, code, kernel_seed(rng)
         )
         if i < 0:
             return state, StepInfo(0.0, False, length, 0)
@@ -591,7 +576,7 @@ def pas_step(
         following = init_path_state(z, logp_and_ratios, code, previous=current)
         logq_reverse = _move_logprob(
             _tree_from_leaves(following.site_weights), following.potentials, z, i,
-            current.x[i], following.log_scale, code, row,
+            current.x[i], following.log_scale, code,
         )
         log_q_ratio += logq_reverse - logq_forward
         current = following
@@ -619,9 +604,8 @@ def path_logprob(
     z = np.asarray(start, dtype=np.int64).copy()
     weights, log_scale = _state_weights(z, potentials, code)
     tree = _tree_from_leaves(weights)
-    row = np.empty(potentials.shape[1])
     total = 0.0
     for i, c in moves:
-        total += _move_logprob(tree, potentials, z, i, c, log_scale, code, row)
-        log_scale = _move_site(tree, potentials, z, i, c, log_scale, code, row)
+        total += _move_logprob(tree, potentials, z, i, c, log_scale, code)
+        log_scale = _move_site(tree, potentials, z, i, c, log_scale, code)
     return total

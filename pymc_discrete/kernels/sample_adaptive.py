@@ -4,7 +4,7 @@ point per iteration.
 
 One iteration (Algorithm 1 of the paper): draw ``y ~ q(. | mu(S), C(S))`` from the
 Gaussian (or Student-t) with the population's mean and covariance; for every n let
-``S_-n`` be the population with point n replaced by y (``S_-(N+1) = S``) and
+``S_-n`` be the population with point n replaced by y (``S_-(N+1) = S``) and ::
 
     lambda_n = q(theta_n | mu(S_-n), C(S_-n)) / p(theta_n),    n = 1, ..., N + 1
 

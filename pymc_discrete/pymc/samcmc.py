@@ -44,13 +44,19 @@ class SAMCMC(ArrayStepShared):
     vars : list of random variables, optional
         Must be all free variables of the model (the default).
     n_points : int, optional
-        Population size N. Default ``max(20, 2 * d + 2)`` for a full covariance (at least
-        ``d + 2`` are needed), ``max(10, d + 2)`` for a diagonal one, d being the number
-        of unconstrained dimensions.
+        Population size N (at least ``d + 2`` for a full covariance, 3 for a diagonal
+        one), d being the number of unconstrained dimensions. Default ``max(20, 10 d)``:
+        a population much smaller than 10 d estimates the covariance too poorly and the
+        acceptance rate collapses (on an 11-dimensional logistic regression, N = 24 gave
+        acceptance 0.64 and 3 ESS per 1000 evaluations; N = 110 gave 0.96 and 725). The
+        cost of an iteration is O(N d^2) for a full covariance.
     proposal : {"gaussian", "student_t"}
         Proposal family; the Student-t (``dof`` degrees of freedom) has heavier tails.
     covariance : {"full", "diagonal"}
-        Full covariance (O(N d^2) per iteration) or its diagonal (O(N d)).
+        Full covariance (O(N d^2) per iteration) or its diagonal (O(N d)). On a correlated
+        target a diagonal Gaussian has lighter tails than the target along its long
+        axes, and the chain converges slowly (the paper's condition q / pi >= a fails):
+        pair ``"diagonal"`` with ``proposal="student_t"``.
     init_spread : float
         The initial population is the initial point plus independent normal noise of this
         standard deviation in every unconstrained coordinate (points of zero density are
@@ -113,7 +119,7 @@ class SAMCMC(ArrayStepShared):
         self.n_dims = int(sum(np.size(initial_point[v.name]) for v in value_vars))
         d = self.n_dims
         if n_points is None:
-            n_points = max(20, 2 * d + 2) if self.covariance == "full" else max(10, d + 2)
+            n_points = max(20, 10 * d)
         self.n_points = check_positive_int("n_points", n_points)
         smallest = d + 2 if self.covariance == "full" else 3
         if self.n_points < smallest:
