@@ -60,7 +60,11 @@ class SAMCMC(ArrayStepShared):
     init_spread : float
         The initial population is the initial point plus independent normal noise of this
         standard deviation in every unconstrained coordinate (points of zero density are
-        redrawn). Default 1.
+        redrawn). Default 3. Too wide costs little (points of low density are the first to
+        be replaced); too narrow, with the posterior far from the initial point, makes the
+        burn-in slow: on an 11-dimensional logistic regression whose posterior sits 5 units
+        from PyMC's initial point, a spread of 1 had not converged after 5000 iterations,
+        a spread of 3 or 10 converged within 10.
     dof : float
         Degrees of freedom of the Student-t proposal.
     model : pymc.Model, optional
@@ -99,7 +103,7 @@ class SAMCMC(ArrayStepShared):
         n_points: int | None = None,
         proposal: str = "gaussian",
         covariance: str = "full",
-        init_spread: float = 1.0,
+        init_spread: float = 3.0,
         dof: float = 5.0,
         model=None,
         initial_point=None,
