@@ -254,6 +254,13 @@ class _SiteBlockStep(ArrayStepShared):
 class _InformedStep(_SiteBlockStep):
     """A step whose proposal is driven by local log-ratios (gradient or exact)."""
 
+    def _choose_proposal(self, weight: str, proposal: str) -> None:
+        """Check and record the weight function and the source of the local ratios."""
+        self.weight = check_choice("weight", weight, ("barker", "sqrt"))
+        self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
+        self.fallback_reason: str | None = None
+        self._code = weight_code(self.weight)
+
     def _compile_ratios(self, compile_kwargs: dict | None) -> None:
         """Compile ``x -> (logp, local log-ratios)`` for the proposal asked for, falling back
         from the gradient to exact ratios when the model cannot be relaxed."""
@@ -434,10 +441,7 @@ class ALBP(_InformedStep):
         rng=None,
         blocked: bool = True,
     ) -> None:
-        self.weight = check_choice("weight", weight, ("barker", "sqrt"))
-        self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
-        self.fallback_reason: str | None = None
-        self._code = weight_code(self.weight)
+        self._choose_proposal(weight, proposal)
         super().__init__(
             vars,
             target_accept=target_accept,
@@ -650,10 +654,7 @@ class PAS(_InformedStep):
         rng=None,
         blocked: bool = True,
     ) -> None:
-        self.weight = check_choice("weight", weight, ("barker", "sqrt"))
-        self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
-        self.fallback_reason: str | None = None
-        self._code = weight_code(self.weight)
+        self._choose_proposal(weight, proposal)
         self._max_path_length = max_path_length
         super().__init__(
             vars,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import arviz as az
 import numpy as np
+import pymc as pm
 
 N_MCSE = 4.0  # estimates must lie within this many Monte Carlo standard errors
 
@@ -21,3 +22,19 @@ def one_hot_means_within_mcse(idata, name, truth, n_mcse: float = N_MCSE):
     mcse = np.maximum(mcse, np.sqrt(truth * (1 - truth) / n_draws))
     ok = np.abs(mean - truth) <= n_mcse * mcse + 1e-12
     assert ok.all(), (mean, truth, mcse)
+
+
+def sample(model, step, **kwargs):
+    """``pm.sample`` with the tests' defaults (2 chains of 2000 draws, one core)."""
+    kwargs = {"draws": 2000, "tune": 500, "chains": 2, "cores": 1, "random_seed": 42,
+              "progressbar": False, "compute_convergence_checks": False} | kwargs
+    with model:
+        return pm.sample(step=step, **kwargs)
+
+
+def means_within_mcse(idata, name, truth, n_mcse: float = N_MCSE):
+    """Posterior means of ``name`` within ``n_mcse`` Monte Carlo standard errors of
+    ``truth``."""
+    mean = idata.posterior[name].mean(("chain", "draw")).values
+    mcse = az.mcse(idata, var_names=[name])[name].values
+    assert np.all(np.abs(mean - truth) <= n_mcse * mcse + 1e-12), (mean, truth, mcse)

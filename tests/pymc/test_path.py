@@ -15,20 +15,14 @@ import pytest
 import pymc_discrete as pmd
 from pymc_discrete.pymc.models import ising_model, parity_model
 from tests.exact import all_states
-from tests.pymc.checks import N_MCSE, one_hot_means_within_mcse
+from tests.pymc.checks import N_MCSE, means_within_mcse, one_hot_means_within_mcse, sample
 
 
 def _sample(model, step, **kwargs):
-    kwargs = {"draws": 2000, "tune": 500, "chains": 2, "cores": 1, "random_seed": 5,
-              "progressbar": False, "compute_convergence_checks": False} | kwargs
-    with model:
-        return pm.sample(step=step, **kwargs)
+    return sample(model, step, **({"random_seed": 5} | kwargs))
 
 
-def _assert_means_within_mcse(idata, name, truth):
-    mean = idata.posterior[name].mean(("chain", "draw")).values
-    mcse = az.mcse(idata, var_names=[name])[name].values
-    assert np.all(np.abs(mean - truth) <= N_MCSE * mcse + 1e-12), (mean, truth, mcse)
+_assert_means_within_mcse = means_within_mcse
 
 
 @pytest.mark.parametrize(

@@ -12,21 +12,14 @@ from pymc.sampling.mcmc import assign_step_methods
 
 import pymc_discrete as pmd
 from tests.exact import all_states
-
-N_MCSE = 4.0  # marginals must lie within this many Monte Carlo standard errors
+from tests.pymc.checks import means_within_mcse, sample
 
 
 def _sample(model, step, **kwargs):
-    kwargs = {"draws": 2000, "tune": 500, "chains": 2, "cores": 1, "random_seed": 42,
-              "progressbar": False, "compute_convergence_checks": False} | kwargs
-    with model:
-        return pm.sample(step=step, **kwargs)
+    return sample(model, step, **({"random_seed": 42} | kwargs))
 
 
-def _assert_means_within_mcse(idata, name, truth):
-    mean = idata.posterior[name].mean(("chain", "draw")).values
-    mcse = az.mcse(idata, var_names=[name])[name].values
-    assert np.all(np.abs(mean - truth) <= N_MCSE * mcse + 1e-12), (mean, truth, mcse)
+_assert_means_within_mcse = means_within_mcse
 
 
 @pytest.mark.parametrize(
