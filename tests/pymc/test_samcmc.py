@@ -54,7 +54,8 @@ def test_correlated_gaussian_moments(gaussian, options):
 
 
 def test_banana_shaped_target():
-    """x1 ~ N(0, 1), x2 | x1 ~ N(x1^2, 0.5^2): E[x2] = 1, Var[x2] = 2.25. The tails of x2
+    """x1 ~ N(0, 1), x2 | x1 ~ N(x1^2, 0.5^2): E[x2] = 1, Var[x2] = 2.25, Var[x1] = 1,
+    Cov[x1, x2] = 0 (the dependence is not linear). The tails of x2
     make a single chain's MCSE estimate unreliable (it moves by a factor of 5 between
     seeds), so the standard error comes from the spread of 8 independent chains."""
     with pm.Model() as model:
@@ -67,6 +68,8 @@ def test_banana_shaped_target():
         ("E[x1]", post["x1"], 0.0),
         ("E[x2]", post["x2"], 1.0),
         ("Var[x2]", (post["x2"] - 1.0) ** 2, 2.25),
+        ("Var[x1]", post["x1"] ** 2, 1.0),
+        ("Cov[x1, x2]", post["x1"] * (post["x2"] - 1.0), 0.0),  # E[x1^3] = 0
     ):
         chain_means = values.mean("draw").values
         se = chain_means.std(ddof=1) / np.sqrt(chain_means.size)
