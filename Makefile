@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_categorical.py
 	$(PY) benchmarks/run_mixture.py
 	$(PY) benchmarks/run_path.py
+	$(PY) benchmarks/run_samcmc.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build
