@@ -94,8 +94,16 @@ def test_unrelaxable_model_falls_back_to_exact_paths():
         step = pmd.PAS([x], model=model)
     assert step.proposal == "exact" and step.fallback_reason
     assert step.adapter.upper == 5.0  # min(N, 32): the exact proposal's bound
-    idata = _sample(model, step, draws=1500)
+    # a parity target: tuning X toward the target rate cannot work (see the TuningWarning
+    # test), so the path length is fixed, as the warning advises
+    with pytest.warns(pmd.RelaxationWarning):
+        fixed = pmd.PAS([x], model=model, path_length=3.0, adapt=False)
+    idata = _sample(model, fixed, draws=1500)
     _assert_means_within_mcse(idata, "x", np.full(5, 0.5))
+    odd = idata.posterior["x"].values.sum(axis=-1) % 2
+    p_odd = np.exp(-3.0) / (1.0 + np.exp(-3.0))
+    se = np.sqrt(p_odd * (1 - p_odd) / az.ess(odd.astype(float)).item())
+    assert abs(odd.mean() - p_odd) < N_MCSE * se
 
 
 def test_sampler_stats_and_path_lengths(coupled_model):
