@@ -4,7 +4,7 @@ An RBM (64 visible, 50 hidden units) is trained by contrastive divergence on the
 digits thresholded at half intensity; its visible marginal
 ``b . v + sum_j softplus(c_j + (v W)_j)`` is then sampled with ALBP and with PAS (both with
 gradient proposals). Saves a grid of draws from each. Run:
-``.venv/bin/python examples/rbm_digits.py`` (about a minute).
+``.venv/bin/python examples/rbm_digits.py`` (about 15 seconds).
 """
 
 from __future__ import annotations
