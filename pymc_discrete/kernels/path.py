@@ -214,17 +214,25 @@ def _site_total(potentials, i, current, log_scale, code):
 
 
 @numba.njit(cache=True)
+def _row_top_ratio(potentials, i, current) -> float:
+    """Largest log-ratio of any move of site i from value ``current`` (-inf if none)."""
+    base = potentials[i, current]
+    top = -np.inf
+    for c in range(potentials.shape[1]):
+        d = potentials[i, c] - base
+        if c != current and d > top:
+            top = d
+    return top
+
+
+@numba.njit(cache=True)
 def _site_weights_at(z, potentials, code):
     """Scaled site weights of every site at z and their common log scale (the largest
     log weight of any move, so no weight overflows)."""
-    n, k = potentials.shape
+    n = potentials.shape[0]
     top = -np.inf  # g is increasing: the largest weight is that of the largest ratio
     for i in range(n):
-        base = potentials[i, z[i]]
-        for c in range(k):
-            d = potentials[i, c] - base
-            if c != z[i] and d > top:
-                top = d
+        top = max(top, _row_top_ratio(potentials, i, z[i]))
     weights = np.zeros(n)
     if not top > -np.inf:
         return weights, -np.inf
@@ -257,11 +265,7 @@ def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old
             weights[i] = old_weights[i]
             continue
         changed[i] = True
-        base = potentials[i, z[i]]
-        for c in range(k):
-            d = potentials[i, c] - base
-            if c != z[i] and d > top:
-                top = d
+        top = max(top, _row_top_ratio(potentials, i, z[i]))
     if top > -np.inf and _log_g(top, code) - old_log_scale > _RESCALE:
         return _site_weights_at(z, potentials, code)
     total = 0.0
@@ -384,11 +388,6 @@ def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous,
     return logq
 
 
-@numba.njit(cache=True)
-def _state_weights(x, potentials, code):
-    return _site_weights_at(x, potentials, code)
-
-
 def init_path_state(
     x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int, previous: PathState | None = None
 ) -> PathState:
@@ -422,7 +421,7 @@ def init_path_state(
     logp, ratios = logp_and_ratios(x)
     potentials = potential_table(x, ratios)
     if previous is None:
-        weights, log_scale = _state_weights(x, potentials, code)
+        weights, log_scale = _site_weights_at(x, potentials, code)
     else:
         weights, log_scale = _site_weights_reusing(
             x, potentials, previous.x, previous.potentials, previous.site_weights,
@@ -563,9 +562,9 @@ def pas_step(
     """
     length, u_accept = draw_path_length(scale, rng)
     current = state
+    tree = _tree_from_leaves(current.site_weights)
     log_q_ratio = 0.0
     for _ in range(length):
-        tree = _tree_from_leaves(current.site_weights)
         z = current.x.copy()
         i, c, logq_forward = _seeded_draw_move(
             tree, current.potentials, z, current.log_scale, code, kernel_seed(rng)
@@ -574,9 +573,9 @@ def pas_step(
             return state, StepInfo(0.0, False, length, 0)
         z[i] = c
         following = init_path_state(z, logp_and_ratios, code, previous=current)
+        tree = _tree_from_leaves(following.site_weights)  # also the next move's tree
         logq_reverse = _move_logprob(
-            _tree_from_leaves(following.site_weights), following.potentials, z, i,
-            current.x[i], following.log_scale, code,
+            tree, following.potentials, z, i, current.x[i], following.log_scale, code
         )
         log_q_ratio += logq_reverse - logq_forward
         current = following
@@ -602,7 +601,7 @@ def path_logprob(
     float
     """
     z = np.asarray(start, dtype=np.int64).copy()
-    weights, log_scale = _state_weights(z, potentials, code)
+    weights, log_scale = _site_weights_at(z, potentials, code)
     tree = _tree_from_leaves(weights)
     total = 0.0
     for i, c in moves:

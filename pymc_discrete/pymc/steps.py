@@ -121,8 +121,7 @@ class _SiteBlockStep(ArrayStepShared):
         ]
         self.is_binary = not any(self._categorical)
         name = self._scale_parameter
-        if isinstance(initial_scale, str) and initial_scale == "default":
-            initial_scale = min(2.0, self._max_scale(self.n_sites))
+        initial_scale = self._resolve_initial_scale(initial_scale)
         try:
             initial_scale = float(initial_scale)
         except (TypeError, ValueError):
@@ -148,6 +147,10 @@ class _SiteBlockStep(ArrayStepShared):
     def _max_scale(n_sites: int) -> float:
         """Upper bound of the scale: :func:`max_scale`."""
         return max_scale(n_sites)
+
+    def _resolve_initial_scale(self, initial_scale):
+        """The initial scale to use (subclasses may fill in a default)."""
+        return initial_scale
 
     # ---- lifecycle -------------------------------------------------------------------
     def setup_chain(self, rng, tune: int, draws: int) -> None:
@@ -659,7 +662,7 @@ class PAS(_InformedStep):
         super().__init__(
             vars,
             target_accept=target_accept,
-            initial_scale=path_length if path_length is not None else "default",
+            initial_scale=path_length,
             adapt=adapt,
             steps_per_draw=steps_per_draw,
             model=model,
@@ -673,6 +676,12 @@ class PAS(_InformedStep):
             self.adapter.upper = upper
             self.adapter.initial_scale = min(self.adapter.initial_scale, upper)
             self.adapter.start(None)
+
+    def _resolve_initial_scale(self, initial_scale):
+        """``path_length=None``: X = 2, or 1 for a single site."""
+        if initial_scale is None:
+            return min(2.0, self._max_scale(self.n_sites))
+        return initial_scale
 
     def _max_scale(self, n_sites: int) -> float:
         """X may reach N (a path of random length, sites drawn with replacement, is no
