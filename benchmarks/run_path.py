@@ -180,7 +180,7 @@ def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
         sweep_draws = 300
     else:
         parity_draws, parity_tune, parity_chains = 20000, 1000, 3
-        draws, tune, exact_draws, gibbs_draws = 3000, 3000, 200, 100
+        draws, tune, exact_draws, gibbs_draws = 10000, 3000, 200, 300
         sweep = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
         sweep_draws = 1500
     command = "python benchmarks/run_path.py" + (" --quick" if quick else "")

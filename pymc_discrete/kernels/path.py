@@ -25,7 +25,8 @@ b to c is ``P[i, c] - P[i, b]``, so after a move only the moved site's weights c
 The site weights live in the leaves of a sum tree (every node the sum of its two
 children, recomputed, never updated by differences, so no cancellation builds up):
 drawing a move and updating a site cost O(K + log N), and a PAFS path costs
-O(N + L (K + log N)).
+O(N + L (K + log N)). Tables with two values per site (binary blocks) take the
+specialised code of :mod:`pymc_discrete.kernels.path_binary`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ from pymc_discrete.kernels.common import (
     kernel_seed,
     metropolis_hastings,
     probabilistic_round,
+)
+from pymc_discrete.kernels.path_binary import (
+    binary_forward,
+    binary_reverse,
+    binary_weights_at,
+    binary_weights_reusing,
+)
+from pymc_discrete.kernels.sum_tree import (
+    tree_draw,
+    tree_from_leaves,
+    tree_leaf,
+    tree_set,
+    tree_total,
 )
 from pymc_discrete.kernels.weights import _log_g
 
@@ -63,6 +77,8 @@ LogpAndRatios = Callable[[np.ndarray], tuple[float, np.ndarray]]
 #: underflow of the whole tree).
 _RESCALE = 600.0
 _TINY = float(np.exp(-_RESCALE))
+#: Upper bound of the rounded mean path length (the largest int32).
+_MAX_HALF_LENGTH = 2**31 - 1
 
 
 class PathState(NamedTuple):
@@ -145,54 +161,6 @@ def _potentials_from_table(x, ratios):
             table[i, c] = d if d > -np.inf else -np.inf
         table[i, x[i]] = 0.0
     return table
-
-
-# ---- the sum tree ----------------------------------------------------------------------
-@numba.njit(cache=True)
-def _tree_size(n: int) -> int:
-    size = 1
-    while size < n:
-        size *= 2
-    return size
-
-
-@numba.njit(cache=True)
-def _tree_from_leaves(leaves: np.ndarray) -> np.ndarray:
-    size = _tree_size(leaves.size)
-    tree = np.zeros(2 * size)
-    tree[size:size + leaves.size] = leaves
-    for k in range(size - 1, 0, -1):
-        tree[k] = tree[2 * k] + tree[2 * k + 1]
-    return tree
-
-
-@numba.njit(cache=True)
-def _tree_set(tree: np.ndarray, i: int, value: float) -> None:
-    k = tree.size // 2 + i
-    tree[k] = value
-    k //= 2
-    while k >= 1:
-        tree[k] = tree[2 * k] + tree[2 * k + 1]
-        k //= 2
-
-
-@numba.njit(cache=True)
-def _tree_draw(tree: np.ndarray) -> int:
-    """A leaf with probability proportional to its value (redrawn if rounding lands on an
-    empty leaf, so the draw is exact)."""
-    size = tree.size // 2
-    while True:
-        u = np.random.random() * tree[1]
-        k = 1
-        while k < size:
-            left = tree[2 * k]
-            if u < left:
-                k = 2 * k
-            else:
-                u -= left
-                k = 2 * k + 1
-        if tree[k] > 0.0:
-            return k - size
 
 
 # ---- weights of one site ---------------------------------------------------------------
@@ -285,11 +253,11 @@ def _move_site(tree, potentials, z, i, c, log_scale, code) -> float:
     z[i] = c
     total, top = _site_total(potentials, i, c, log_scale, code)
     if top - log_scale < _RESCALE:
-        _tree_set(tree, i, total)
-        if tree[1] > _TINY:
+        tree_set(tree, i, total)
+        if tree_total(tree) > _TINY:
             return log_scale
     weights, log_scale = _site_weights_at(z, potentials, code)
-    tree[:] = _tree_from_leaves(weights)
+    tree[:] = tree_from_leaves(weights)
     return log_scale
 
 
@@ -297,14 +265,14 @@ def _move_site(tree, potentials, z, i, c, log_scale, code) -> float:
 def _draw_move(tree, potentials, z, log_scale, code):
     """Draw (site, new value) with probability ``w(i, c) / Z(z)``; returns the site, the
     value and the log-probability (site -1 when no move is possible)."""
-    total = tree[1]
+    total = tree_total(tree)
     if not total > 0.0:
         return -1, -1, -np.inf
-    i = _tree_draw(tree)
+    i = tree_draw(tree)
     a = z[i]
     base = potentials[i, a]
     k = potentials.shape[1]
-    site_total = tree[tree.size // 2 + i]
+    site_total = tree_leaf(tree, i)
     while True:
         u = np.random.random() * site_total
         acc = 0.0
@@ -336,7 +304,7 @@ def _seeded_draw_move(tree, potentials, z, log_scale, code, seed):
 @numba.njit(cache=True)
 def _move_logprob(tree, potentials, z, i, c, log_scale, code) -> float:
     """Log-probability of moving site i of z to value c: ``log w(i, c) - log Z(z)``."""
-    total = tree[1]
+    total = tree_total(tree)
     d = potentials[i, c] - potentials[i, z[i]]
     if not total > 0.0 or c == z[i] or not d > -np.inf:
         return -np.inf
@@ -356,7 +324,7 @@ def _linearised_forward(x, potentials, log_scale, site_weights, length, code, se
     the log-probability of the path (-inf when a move was impossible).
     """
     np.random.seed(seed)
-    tree = _tree_from_leaves(site_weights)
+    tree = tree_from_leaves(site_weights)
     z = x.copy()
     sites = np.empty(length, np.int64)
     previous = np.empty(length, np.int64)
@@ -375,7 +343,7 @@ def _linearised_forward(x, potentials, log_scale, site_weights, length, code, se
 @numba.njit(cache=True)
 def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous, code):
     """Log-probability of walking the path back from y under the linearisation at y."""
-    tree = _tree_from_leaves(site_weights)
+    tree = tree_from_leaves(site_weights)
     z = y.copy()
     logq = 0.0
     for step in range(sites.size - 1, -1, -1):
@@ -420,18 +388,22 @@ def init_path_state(
     x = np.asarray(x, dtype=np.int64)
     logp, ratios = logp_and_ratios(x)
     potentials = potential_table(x, ratios)
+    two_valued = potentials.shape[1] == 2
     if previous is None:
-        weights, log_scale = _site_weights_at(x, potentials, code)
+        weights_at = binary_weights_at if two_valued else _site_weights_at
+        weights, log_scale = weights_at(x, potentials, code)
     else:
-        weights, log_scale = _site_weights_reusing(
+        reusing = binary_weights_reusing if two_valued else _site_weights_reusing
+        weights, log_scale = reusing(
             x, potentials, previous.x, previous.potentials, previous.site_weights,
             previous.log_scale, code,
         )
     return PathState(x, float(logp), potentials, float(log_scale), weights)
 
 
-def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float]:
-    """Draw a path length and the uniform of the Metropolis-Hastings decision.
+def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float, int]:
+    """Draw a path length, the uniform of the Metropolis-Hastings decision and a seed for
+    the compiled path walk, from one call to ``rng``.
 
     The mean length X (``scale``) is rounded probabilistically to an integer, then L is
     uniform on {1, ..., 2X - 1} (the paper's prior, with mean X). The prior does not
@@ -441,6 +413,8 @@ def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float
     -------
     length : int
     u_accept : float
+    seed : int
+        In [0, 2**32), for numba's generator (as from :func:`kernels.common.kernel_seed`).
 
     Examples
     --------
@@ -450,9 +424,9 @@ def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float
     >>> sorted(lengths)
     [1, 2, 3]
     """
-    u = rng.random(3)
-    half = probabilistic_round(scale, u[0], np.iinfo(np.int32).max)
-    return 1 + int(u[1] * (2 * half - 1)), float(u[2])
+    u = rng.random(4)
+    half = probabilistic_round(scale, u[0], _MAX_HALF_LENGTH)
+    return 1 + int(u[1] * (2 * half - 1)), float(u[2]), int(u[3] * 2.0**32)
 
 
 def _finish(state: PathState, proposed: PathState, log_q_ratio: float, u_accept: float,
@@ -460,7 +434,7 @@ def _finish(state: PathState, proposed: PathState, log_q_ratio: float, u_accept:
     accepted, prob = metropolis_hastings(state.logp, proposed.logp, log_q_ratio, u_accept)
     if not accepted:
         return state, StepInfo(prob, False, length, 0)
-    return proposed, StepInfo(prob, True, length, int(np.sum(proposed.x != state.x)))
+    return proposed, StepInfo(prob, True, length, int(np.count_nonzero(proposed.x != state.x)))
 
 
 def pafs_step(
@@ -504,15 +478,17 @@ def pafs_step(
     >>> 1 <= info.n_proposed <= 7, info.jump_distance <= info.n_proposed
     (True, True)
     """
-    length, u_accept = draw_path_length(scale, rng)
-    y, sites, previous, logq_forward = _linearised_forward(
-        state.x, state.potentials, state.log_scale, state.site_weights, length, code,
-        kernel_seed(rng),
+    length, u_accept, seed = draw_path_length(scale, rng)
+    two_valued = state.potentials.shape[1] == 2
+    forward = binary_forward if two_valued else _linearised_forward
+    reverse = binary_reverse if two_valued else _linearised_reverse
+    y, sites, previous, logq_forward = forward(
+        state.x, state.potentials, state.log_scale, state.site_weights, length, code, seed
     )
     if not logq_forward > -np.inf:
         return state, StepInfo(0.0, False, length, 0)
     proposed = init_path_state(y, logp_and_ratios, code, previous=state)
-    logq_reverse = _linearised_reverse(
+    logq_reverse = reverse(
         y, proposed.potentials, proposed.log_scale, proposed.site_weights, sites, previous,
         code,
     )
@@ -560,9 +536,9 @@ def pas_step(
     >>> 1 <= info.n_proposed <= 3
     True
     """
-    length, u_accept = draw_path_length(scale, rng)
+    length, u_accept, _ = draw_path_length(scale, rng)
     current = state
-    tree = _tree_from_leaves(current.site_weights)
+    tree = tree_from_leaves(current.site_weights)
     log_q_ratio = 0.0
     for _ in range(length):
         z = current.x.copy()
@@ -573,7 +549,7 @@ def pas_step(
             return state, StepInfo(0.0, False, length, 0)
         z[i] = c
         following = init_path_state(z, logp_and_ratios, code, previous=current)
-        tree = _tree_from_leaves(following.site_weights)  # also the next move's tree
+        tree = tree_from_leaves(following.site_weights)  # also the next move's tree
         logq_reverse = _move_logprob(
             tree, following.potentials, z, i, current.x[i], following.log_scale, code
         )
@@ -602,7 +578,7 @@ def path_logprob(
     """
     z = np.asarray(start, dtype=np.int64).copy()
     weights, log_scale = _site_weights_at(z, potentials, code)
-    tree = _tree_from_leaves(weights)
+    tree = tree_from_leaves(weights)
     total = 0.0
     for i, c in moves:
         total += _move_logprob(tree, potentials, z, i, c, log_scale, code)
