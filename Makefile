@@ -7,7 +7,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test docs bench clean
+.PHONY: venv demo test docs bench bench-quick clean
 
 venv: $(STAMP)
 
@@ -28,13 +28,21 @@ test: docs
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
-bench: $(STAMP)
-	$(PY) benchmarks/run_core.py
-	$(PY) benchmarks/run_exact.py
-	$(PY) benchmarks/run_categorical.py
-	$(PY) benchmarks/run_mixture.py
-	$(PY) benchmarks/run_path.py
-	$(PY) benchmarks/run_samcmc.py
+# every benchmark script: rewrites its section of benchmarks/RESULTS.md and its plots
+BENCH_SCRIPTS := run_core run_paper run_scaling run_exact run_categorical run_mixture run_path run_samcmc run_numpyro
+BENCH_STAMP := $(VENV)/.bench-installed
+
+# NumPyro and JAX are installed for the benchmarks only (not by make test)
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; $(PY) benchmarks/$$s.py || exit 1; done
+
+# the same scripts at small sizes (under 5 minutes with warm compile caches)
+bench-quick: $(BENCH_STAMP)
+	@for s in $(BENCH_SCRIPTS); do echo "== $$s --quick"; $(PY) benchmarks/$$s.py --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build

@@ -125,22 +125,26 @@ def signal_gradient_vs_exact(draws: int, tune: int) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python benchmarks/run_exact.py" + (" --quick" if quick else "")
+    ising_n, fhmm_n, rbm_n = (500, 300, 500) if quick else (5000, 3000, 5000)
+    signal_draws, signal_tune = (300, 300) if quick else (2000, 1000)
     print("scaling ...", flush=True)
     scale_table = scaling()
     print("Ising gradient vs exact ...", flush=True)
-    ising_table = gradient_vs_exact(ising_model(50, "C2"), "Ising 50x50", (50, 50), 5000, 5000)
+    ising_table = gradient_vs_exact(ising_model(50, "C2"), "Ising 50x50", (50, 50), ising_n,
+                                    ising_n)
     print("FHMM gradient vs exact ...", flush=True)
-    fhmm_table = gradient_vs_exact(fhmm_model(1000, 5, 1.0), "FHMM", (1000, 5), 3000, 3000)
+    fhmm_table = gradient_vs_exact(fhmm_model(1000, 5, 1.0), "FHMM", (1000, 5), fhmm_n, fhmm_n)
     print("RBM gradient vs exact ...", flush=True)
     W, b, c = train_rbm(binarised_digits(), n_hidden=50)
-    rbm_table = gradient_vs_exact(rbm_model(W, b, c), "RBM", (64,), 5000, 5000)
+    rbm_table = gradient_vs_exact(rbm_model(W, b, c), "RBM", (64,), rbm_n, rbm_n)
     print("sparse signal gradient vs exact ...", flush=True)
-    signal_table = signal_gradient_vs_exact(2000, 1000)
+    signal_table = signal_gradient_vs_exact(signal_draws, signal_tune)
     text = f"""## Exact against gradient local ratios
 
-Produced by `python benchmarks/run_exact.py` on {stamp}.
+Produced by `{command}` on {stamp}.
 Machine: {machine_description()}.
 
 ### Cost of the exact ratios against N (Ising lattices, C2)
@@ -152,30 +156,30 @@ calls); the gradient call computes the relaxed log density and its gradient.
 
 ### Ising 50x50 (C2): the gradient ratios are exact here
 
-5000 draws after 5000 tuning draws per chain, 2 chains.
+{ising_n} draws after {ising_n} tuning draws per chain, 2 chains.
 
 {ising_table}
 
 ### FHMM posterior (L = 1000, K = 5, sigma^2 = 1; Appendix D.3, C2)
 
 K binary Markov chains over 1000 steps (stay probability 0.8), `y_l ~ N(w . x_l + b, 1)`:
-the likelihood is quadratic in x, so gradient ratios are first-order. 3000 draws after 3000
-tuning draws per chain, 2 chains.
+the likelihood is quadratic in x, so gradient ratios are first-order. {fhmm_n} draws after
+{fhmm_n} tuning draws per chain, 2 chains.
 
 {fhmm_table}
 
 ### RBM over binarised scikit-learn digits (64 visible, 50 hidden, CD-1)
 
 Marginal of the visible units, `b . v + sum_j softplus(c_j + (v W)_j)`: every hidden unit
-couples all 64 visible units (dense: 64 colours, brute force). 5000 draws after 5000 tuning
-draws per chain, 2 chains.
+couples all 64 visible units (dense: 64 colours, brute force). {rbm_n} draws after {rbm_n}
+tuning draws per chain, 2 chains.
 
 {rbm_table}
 
 ### Sparse signal (500 indicators, Gaussian likelihood, w and mu by NUTS)
 
 `y_i ~ N(mu g_i, 1)`: the gradient ratio misses the quadratic term `mu^2 / 2` of the
-likelihood. 2000 draws after 1000 tuning draws per chain, 2 chains; ESS/s over the
+likelihood. {signal_draws} draws after {signal_tune} tuning draws per chain, 2 chains; ESS/s over the
 post-tuning draws.
 
 {signal_table}
@@ -185,4 +189,4 @@ post-tuning draws.
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv)

@@ -58,7 +58,9 @@ def run(label, model, make_steps, draws, tune, data, species, start):
             f"{min_ess / seconds:.1f} | {shown} |")
 
 
-def main(draws: int = 1000, tune: int = 1000) -> None:
+def main(quick: bool = False) -> None:
+    draws = tune = 200 if quick else 1000
+    command = "python benchmarks/run_mixture.py" + (" --quick" if quick else "")
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     iris = load_iris()
     data = (iris.data - iris.data.mean(0)) / iris.data.std(0)
@@ -75,7 +77,7 @@ def main(draws: int = 1000, tune: int = 1000) -> None:
     ]
     text = f"""## Iris Gaussian mixture (150 labels, K = 3, diagonal Gaussians)
 
-Produced by `python benchmarks/run_mixture.py` on {stamp}.
+Produced by `{command}` on {stamp}.
 Machine: {machine_description()}.
 
 Standardised iris measurements; means ordered on the first coordinate, HalfNormal scales,
@@ -100,4 +102,4 @@ are coupled across observations (Potts, hidden Markov structures) or are the tar
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv)

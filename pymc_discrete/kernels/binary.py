@@ -17,7 +17,6 @@ from pymc_discrete.kernels.common import (
     StepInfo,
     metropolis_hastings,
     draw_proposal_size,
-    kernel_seed,
     step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
@@ -193,8 +192,8 @@ def albp_step(
     (3, True)
     """
     n = state.x.size
-    r, u_accept = draw_proposal_size(scale, rng, n)
-    y, picks, logq_forward = _albp_forward(state.x, state.weights, r, kernel_seed(rng))
+    r, u_accept, seed = draw_proposal_size(scale, rng, n)
+    y, picks, logq_forward = _albp_forward(state.x, state.weights, r, seed)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
     logp_y, ratios_y = logp_and_ratios(y)
@@ -246,7 +245,7 @@ def arwm_step(
     2
     """
     n = state.x.size
-    r, u_accept = draw_proposal_size(scale, rng, n)
+    r, u_accept, _ = draw_proposal_size(scale, rng, n)
     picks = rng.choice(n, size=r, replace=False)
     y = _flip(state.x, picks)
     logp_y = float(logp(y))

@@ -22,7 +22,6 @@ from pymc_discrete.kernels.common import (
     StepInfo,
     metropolis_hastings,
     draw_proposal_size,
-    kernel_seed,
     step_result,
 )
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
@@ -208,10 +207,8 @@ def categorical_albp_step(
     (True, 2)
     """
     n = state.x.size
-    r, u_accept = draw_proposal_size(scale, rng, n)
-    y, picks, logq_forward = _forward(
-        state.x, state.weights, state.site_weights, r, kernel_seed(rng)
-    )
+    r, u_accept, seed = draw_proposal_size(scale, rng, n)
+    y, picks, logq_forward = _forward(state.x, state.weights, state.site_weights, r, seed)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
     logp_y, table_y = logp_and_table(y)
@@ -260,7 +257,7 @@ def categorical_arwm_step(
     (True, 1)
     """
     n = state.x.size
-    r, u_accept = draw_proposal_size(scale, rng, n)
+    r, u_accept, _ = draw_proposal_size(scale, rng, n)
     picks = rng.choice(n, size=r, replace=False)
     y = state.x.copy()
     shift = 1 + (rng.random(r) * (n_categories[picks] - 1)).astype(np.int64)

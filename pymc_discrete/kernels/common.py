@@ -76,9 +76,12 @@ def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
     return int(min(max(r, 1), n_sites))
 
 
-def draw_proposal_size(scale: float, rng: np.random.Generator, n_sites: int) -> tuple[int, float]:
-    """Draw the two uniforms of a step: R by probabilistic rounding of ``scale``, and the
-    uniform of the Metropolis-Hastings decision.
+def draw_proposal_size(
+    scale: float, rng: np.random.Generator, n_sites: int
+) -> tuple[int, float, int]:
+    """Draw what a step needs from ``rng`` in one call: R by probabilistic rounding of
+    ``scale``, the uniform of the Metropolis-Hastings decision and a seed for numba's
+    generator (see :func:`kernel_seed`).
 
     Returns
     -------
@@ -86,9 +89,18 @@ def draw_proposal_size(scale: float, rng: np.random.Generator, n_sites: int) -> 
         Number of sites to change, in [1, n_sites].
     u_accept : float
         Uniform on [0, 1) for :func:`metropolis_hastings`.
+    seed : int
+        In [0, 2**32), for the compiled part of the step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r, u, seed = draw_proposal_size(2.5, np.random.default_rng(0), 10)
+    >>> r in (2, 3), 0.0 <= u < 1.0, 0 <= seed < 2**32
+    (True, True, True)
     """
-    u = rng.random(2)
-    return probabilistic_round(scale, u[0], n_sites), float(u[1])
+    u = rng.random(3)
+    return probabilistic_round(scale, u[0], n_sites), float(u[1]), int(u[2] * 2.0**32)
 
 
 def kernel_seed(rng: np.random.Generator) -> int:

@@ -414,7 +414,7 @@ def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float
     length : int
     u_accept : float
     seed : int
-        In [0, 2**32), for numba's generator (as from :func:`kernels.common.kernel_seed`).
+        In [0, 2**32), for numba's generator in the compiled path walk.
 
     Examples
     --------

@@ -63,6 +63,22 @@ def _log_g(d: float, code: int) -> float:
 
 
 @numba.njit(cache=True)
+def _scaled_weight(d: float, code: int, log_scale: float, inv_scale: float) -> float:
+    """``g(e^d) / e^log_scale`` (0 for NaN and -inf); ``inv_scale = exp(-log_scale)``.
+
+    Barker's ``g(e^d)`` is the sigmoid of d: one ``exp`` per weight when the scale is
+    representable, instead of the exp, log1p and exp of going through ``log g``."""
+    if not d > -np.inf:  # NaN or -inf
+        return 0.0
+    if code == 0 and log_scale > -700.0:
+        if d > 0.0:
+            return inv_scale / (1.0 + np.exp(-d))
+        e = np.exp(d)
+        return inv_scale * e / (1.0 + e)
+    return np.exp(_log_g(d, code) - log_scale)
+
+
+@numba.njit(cache=True)
 def balanced_weights(log_ratios: np.ndarray, code: int) -> tuple[np.ndarray, float]:
     """Scaled locally balanced weights of an array of local log-ratios.
 
@@ -96,21 +112,9 @@ def balanced_weights(log_ratios: np.ndarray, code: int) -> tuple[np.ndarray, flo
     if d_max == -np.inf:
         return out.reshape(log_ratios.shape), -np.inf
     log_scale = _log_g(d_max, code)
-    if code == 0 and log_scale > -700.0:
-        # Barker: g(e^d) = sigmoid(d) in (0, 1), one exp per site, divided by the scale
-        inv_scale = np.exp(-log_scale)
-        for i in range(flat.size):
-            d = flat[i]
-            if d > 0.0:
-                out[i] = inv_scale / (1.0 + np.exp(-d))
-            elif d > -np.inf:  # excludes NaN and -inf
-                e = np.exp(d)
-                out[i] = inv_scale * e / (1.0 + e)
-    else:
-        for i in range(flat.size):
-            d = flat[i]
-            if d > -np.inf:
-                out[i] = np.exp(_log_g(d, code) - log_scale)
+    inv_scale = np.exp(-log_scale)
+    for i in range(flat.size):
+        out[i] = _scaled_weight(flat[i], code, log_scale, inv_scale)
     return out.reshape(log_ratios.shape), log_scale
 
 
@@ -178,15 +182,15 @@ def rebalanced_weights(
             changed[i] = False
         else:
             changed[i] = True
-            out[i] = _log_g(d, code) if d > -np.inf else -np.inf
-            if out[i] > top:
-                top = out[i]
-    if top - old_log_scale > _MAX_SHIFT:
+            if d > top:  # g is increasing: the largest new weight is that of the largest d
+                top = d
+    if top > -np.inf and _log_g(top, code) - old_log_scale > _MAX_SHIFT:
         return balanced_weights(log_ratios, code)
+    inv_scale = np.exp(-old_log_scale)
     total = 0.0
     for i in range(flat.size):
         if changed[i]:
-            out[i] = np.exp(out[i] - old_log_scale) if out[i] > -np.inf else 0.0
+            out[i] = _scaled_weight(flat[i], code, old_log_scale, inv_scale)
         total += out[i]
     if not total > np.exp(-_MAX_SHIFT):
         return balanced_weights(log_ratios, code)
