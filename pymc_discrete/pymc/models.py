@@ -203,8 +203,8 @@ def fhmm_model(
     The optimal-scaling paper's eq. (185) writes the Markov dependence the other way,
     ``p(x_l1) prod_k p(x_lk | x_l,k-1)``: a chain over the K components *within* each time
     step, so that the posterior is a product over l of independent blocks of K sites.
-    ``markov_axis="components"`` builds that model (it is the one whose LBP efficiency
-    grows like N^(2/3) in the paper's Figure 5); the default is the factorial HMM proper.
+    ``markov_axis="components"`` builds that model; the default is the factorial HMM
+    proper.
 
     Parameters
     ----------
