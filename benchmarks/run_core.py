@@ -36,7 +36,7 @@ from benchmarks.harness import (  # noqa: E402
 )
 from pymc_discrete.pymc.models import bernoulli_model, ising_model  # noqa: E402
 
-COMMAND = "make bench  (python benchmarks/run_core.py)"
+COMMAND = "python benchmarks/run_core.py"
 #: EJD of the paper (configuration C2): Table 1 (Barker ALBP, ARWM), Tables 5 and 8 (sqrt).
 PAPER_EJD = {
     ("Bernoulli N=800", "ALBP (barker)"): 78.63,
@@ -132,7 +132,7 @@ def main(quick: bool = False) -> None:
 
     text = f"""## Core: ALBP and ARWM on the paper's configurations
 
-Produced by `{COMMAND}`{' --quick' if quick else ''} on {stamp}.
+Produced by `{COMMAND}{' --quick' if quick else ''}` on {stamp}.
 Machine: {machine_description()}.
 
 Definitions (see `benchmarks/harness.py`): every sampler runs through `pm.sample` with
