@@ -40,7 +40,8 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; $(PY) benchmarks/$$s.py || exit 1; done
 
-# the same scripts at small sizes (15 min from a fresh clone on the 2-core VM, 1.6 of them for the venv)
+# the same scripts at small sizes: 15 min on the 2-core VM with another job sharing it,
+# plus 1.6 min for the venv of a fresh clone
 bench-quick: $(BENCH_STAMP)
 	@for s in $(BENCH_SCRIPTS); do echo "== $$s --quick"; $(PY) benchmarks/$$s.py --quick || exit 1; done
 
