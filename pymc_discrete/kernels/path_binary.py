@@ -136,20 +136,12 @@ def binary_forward(x, potentials, log_scale, site_weights, length, code, seed):
 
 
 @numba.njit(cache=True)
-def _exact_total(weights) -> float:
-    total = 0.0
-    for w in weights:
-        total += w
-    return total
-
-
-@numba.njit(cache=True)
 def binary_reverse(y, potentials, log_scale, site_weights, sites, previous, code) -> float:
     """Log-probability of walking the path back from y (undoing ``sites`` in reverse order)
     under the linearisation anchored at y."""
     weights = site_weights.copy()
     z = y.copy()
-    total = _exact_total(weights)
+    total = weights.sum()
     compensation = 0.0
     magnitude = total
     logq = 0.0
@@ -168,7 +160,7 @@ def binary_reverse(y, potentials, log_scale, site_weights, sites, previous, code
         back = _log_g(-d, code) - log_scale
         if back >= _RESCALE:
             weights, log_scale = binary_weights_at(z, potentials, code)
-            total, compensation = _exact_total(weights), 0.0
+            total, compensation = weights.sum(), 0.0
             magnitude = total
             continue
         new = np.exp(back)
@@ -182,8 +174,9 @@ def binary_reverse(y, potentials, log_scale, site_weights, sites, previous, code
         total = updated
         magnitude += abs(delta)
         if magnitude > _RECOMPUTE_RATIO * abs(total + compensation) or not total > _TINY:
-            if not _exact_total(weights) > _TINY:
+            total = weights.sum()
+            if not total > _TINY:
                 weights, log_scale = binary_weights_at(z, potentials, code)
-            total, compensation = _exact_total(weights), 0.0
-            magnitude = total
+                total = weights.sum()
+            compensation, magnitude = 0.0, total
     return logq
