@@ -8,7 +8,12 @@ one chain at a time) and is measured on its post-tuning draws:
   consecutive draws;
 * ``ESS``: ArviZ bulk ESS of the log density of each draw, and the median over sites of
   the bulk ESS of each site; ``ESS/s`` divides by the time of the post-tuning draws;
-* ``accept``: mean M-H acceptance probability after tuning (when the step reports it).
+* ``accept``: mean M-H acceptance probability after tuning (when the step reports it);
+* ``ESS per 1k evals``: ESS of the log density per 1000 evaluations of the model's log
+  density (with its gradient, for the gradient proposals): N per Gibbs sweep (N (K - 1)
+  with PyMC's proportional categorical proposal), one per M-H step of ALBP, ARWM, PAFS
+  and ``pm.BinaryMetropolis``, one per move of an exact PAS path. Steps that compute
+  exact local ratios in batches of the model's terms have no comparable count ("-").
 """
 
 from __future__ import annotations
@@ -47,6 +52,12 @@ class Measurement:
     ess_site_per_s: float
     accept: float
     scale: float
+    evals_per_draw: float = float("nan")
+
+    @property
+    def ess_logp_per_1k_evals(self) -> float:
+        """ESS of the log density per 1000 log density evaluations (NaN if unknown)."""
+        return 1e3 * self.ess_logp / (self.evals_per_draw * self.draws)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,6 +75,27 @@ def _logp_trace(model: pm.Model, draws: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
+def evaluations_per_draw(step, idata, n_sites: int) -> float:
+    """Log density evaluations one draw of ``step`` costs (see the module docstring)."""
+    import pymc_discrete as pmd
+
+    if isinstance(step, pm.BinaryGibbsMetropolis):
+        return float(n_sites)
+    if isinstance(step, pm.CategoricalGibbsMetropolis):
+        if step.astep == step.astep_prop:  # every other category of every site
+            return float(sum(k - 1 for _, k in step.dimcats))
+        return float(len(step.dimcats))
+    if isinstance(step, pm.BinaryMetropolis | pm.Metropolis):
+        return 1.0
+    if isinstance(step, pmd.PAS) and step.proposal == "exact":
+        return float(idata.sample_stats["n_proposed"].mean())
+    if isinstance(step, pmd.ALBP | pmd.PAS | pmd.ARWM):
+        if getattr(step, "proposal", "gradient") == "exact":
+            return float("nan")
+        return float(step.steps_per_draw)
+    return float("nan")
+
+
 def measure(
     model: pm.Model,
     label: str,
@@ -75,7 +107,7 @@ def measure(
     chains: int = 2,
     seed: int = 0,
     initvals: dict | None = None,
-    warmup: int = 100,
+    warmup: int | None = None,
 ) -> Measurement:
     """Sample ``model`` with the step ``make_step(model)`` and measure it.
 
@@ -91,14 +123,17 @@ def measure(
         The variable measured.
     draws, tune, chains, seed, initvals
         Passed to ``pm.sample`` (with ``cores=1``).
-    warmup : int
+    warmup : int, optional
         Tuning and draws of a discarded one-chain run made first, so that no first-call
         cost (loading compiled functions, allocating traces) lands in the timing.
+        Default: a tenth of ``draws``, between 5 and 100 (a slow sampler needs few).
 
     Returns
     -------
     Measurement
     """
+    if warmup is None:
+        warmup = min(100, max(5, draws // 10))
     common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
                   initvals=initvals)
     with model:
@@ -122,6 +157,7 @@ def measure(
     ess_site = float(np.median(site_ess[varying])) if varying.any() else float("nan")
     stats = idata.sample_stats
     accept = float(stats["accept"].mean()) if "accept" in stats else float("nan")
+    evals = evaluations_per_draw(step, idata, flat.shape[-1])
     scale = float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats else float("nan")
     return Measurement(
         sampler=label,
@@ -135,6 +171,7 @@ def measure(
         ess_site_per_s=ess_site / sampling_seconds,
         accept=accept,
         scale=scale,
+        evals_per_draw=evals,
     )
 
 
@@ -142,19 +179,25 @@ def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
     """A markdown table of measurements, with ESS/s ratios against ``baseline``."""
     base = next((r for r in rows if r.sampler == baseline), None)
     head = ("| sampler | draws | seconds | ms/draw | EJD | accept | R | ESS logp | "
-            "ESS/s logp | median site ESS/s |")
+            "ESS/s logp | median site ESS/s | ESS logp per 1k evals |")
     if base is not None:
         head += f" ESS/s logp vs {baseline} | site ESS/s vs {baseline} |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         line = (f"| {r.sampler} | {r.draws} | {r.seconds:.1f} | {r.time_per_draw_ms:.3f} | "
                 f"{r.ejd:.2f} | {r.accept:.3f} | {r.scale:.1f} | {r.ess_logp:.0f} | "
-                f"{r.ess_logp_per_s:.1f} | {r.ess_site_per_s:.1f} |")
+                f"{r.ess_logp_per_s:.1f} | {r.ess_site_per_s:.1f} | "
+                f"{_number(r.ess_logp_per_1k_evals)} |")
         if base is not None:
             line += (f" {r.ess_logp_per_s / base.ess_logp_per_s:.1f}x | "
                      f"{r.ess_site_per_s / base.ess_site_per_s:.1f}x |")
         lines.append(line)
     return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    """A table cell: 3 significant digits, "-" for NaN."""
+    return "-" if not np.isfinite(value) else f"{value:.3g}"
 
 
 def machine_description() -> str:

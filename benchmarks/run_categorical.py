@@ -55,7 +55,7 @@ def main(quick: bool = False) -> None:
         for label, make_step, n_draws, n_tune in runs:
             print(f"  Potts 30x30 K=4: {label}", flush=True)
             rows.append(measure(model, label, make_step, draws=n_draws, tune=n_tune, seed=4,
-                                initvals=start, warmup=min(100, n_draws)))
+                                initvals=start))
     text = f"""## Categorical: Potts 30x30, K = 4
 
 Produced by `{command}` on {stamp}.

@@ -54,6 +54,11 @@ SAMPLERS = {
 }
 
 
+#: M-H steps per draw of the compiled-loop row
+COMPILED_STEPS = 8
+COMPILED_LABEL = f"ALBP (sqrt, compiled loop, {COMPILED_STEPS} steps per draw)"
+
+
 def paper_comparison(draws: int, tune: int) -> tuple[str, list[tuple[str, Measurement]]]:
     """Table of EJD and acceptance next to the paper's."""
     models = {
@@ -84,9 +89,13 @@ def ising_against_pymc(draws: int, tune: int, gibbs_draws: int, gibbs_tune: int)
     """ESS/s against BinaryGibbsMetropolis and time per draw against BinaryMetropolis."""
     model = ising_model(50, "C2")
     start = {"x": np.random.default_rng(0).integers(0, 2, (50, 50))}
+    per_draw = COMPILED_STEPS
     runs = [
         ("ALBP (barker)", SAMPLERS["ALBP (barker)"], draws, tune),
         ("ALBP (sqrt)", SAMPLERS["ALBP (sqrt)"], draws, tune),
+        (COMPILED_LABEL, lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=per_draw,
+                                            compiled_loop=True),
+         draws // per_draw, tune // per_draw),
         ("ARWM", SAMPLERS["ARWM"], draws, tune),
         ("BinaryMetropolis", lambda m: pm.BinaryMetropolis([m["x"]]), draws, tune),
         ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]), gibbs_draws,
@@ -109,10 +118,14 @@ def main(quick: bool = False) -> None:
     print("Ising 50x50 against PyMC's samplers ...", flush=True)
     rows = ising_against_pymc(draws, tune, gibbs_draws, gibbs_tune)
     metropolis = next(r for r in rows if r.sampler == "BinaryMetropolis")
-    time_lines = ["| sampler | ms/draw | ms/draw vs BinaryMetropolis |", "|---|---|---|"]
+    time_lines = ["| sampler | ms/draw | ms/draw vs BinaryMetropolis | M-H steps per draw | "
+                  "ms per M-H step |", "|---|---|---|---|---|"]
     for r in rows:
+        steps = COMPILED_STEPS if r.sampler == COMPILED_LABEL else 1
+        step_ms = f"{r.time_per_draw_ms / steps:.3f}" if r.sampler != "BinaryGibbsMetropolis" else "-"
         time_lines.append(f"| {r.sampler} | {r.time_per_draw_ms:.3f} | "
-                          f"{r.time_per_draw_ms / metropolis.time_per_draw_ms:.2f}x |")
+                          f"{r.time_per_draw_ms / metropolis.time_per_draw_ms:.2f}x | "
+                          f"{steps if step_ms != '-' else '-'} | {step_ms} |")
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     labels = [r.sampler for r in rows]
@@ -153,6 +166,10 @@ weights).
 ### Ising 50x50 (C2): ESS per second against PyMC's default
 
 ALBP/ARWM/BinaryMetropolis: {draws} draws after {tune} tuning per chain;
+"{COMPILED_LABEL}" (`ALBP(weight="sqrt", steps_per_draw={COMPILED_STEPS}, compiled_loop=True)`:
+{COMPILED_STEPS} M-H steps per PyMC draw inside one numba-compiled loop that calls the
+model's NUMBA-mode log density and gradient) the same number of M-H steps, in
+{draws // COMPILED_STEPS} draws after {tune // COMPILED_STEPS};
 BinaryGibbsMetropolis (one logp per site, a sweep per draw): {gibbs_draws} draws after
 {gibbs_tune}.
 

@@ -105,19 +105,8 @@ def numpyro_measure(kind: str, draws: int, warmup: int, chains: int = 2) -> Meas
         ejd=float(np.abs(np.diff(flat, axis=1)).sum(axis=-1).mean()),
         ess_logp=ess_logp, ess_site_median=ess_site,
         ess_logp_per_s=ess_logp / sampling_seconds, ess_site_per_s=ess_site / sampling_seconds,
-        accept=float("nan"), scale=float("nan"),
+        accept=float("nan"), scale=float("nan"), evals_per_draw=float(n_sites),
     ), n_sites
-
-
-def per_eval_table(rows: list[Measurement], evals: dict[str, float]) -> str:
-    """ESS per 1000 log density evaluations (evaluations per draw as stated)."""
-    lines = ["| sampler | log density evaluations per draw | ESS (logp) per 1000 evaluations | "
-             "median site ESS per 1000 evaluations |", "|---|---|---|---|"]
-    for r in rows:
-        total = evals[r.sampler] * r.draws
-        lines.append(f"| {r.sampler} | {evals[r.sampler]:g} | "
-                     f"{1e3 * r.ess_logp / total:.2f} | {1e3 * r.ess_site_median / total:.2f} |")
-    return "\n".join(lines)
 
 
 def main(quick: bool = False) -> None:
@@ -138,24 +127,24 @@ def main(quick: bool = False) -> None:
             n_numpyro = draws if kind == "bernoulli" else ising_numpyro_draws
             numpyro_row, n_sites = numpyro_measure(kind, n_numpyro, n_numpyro)
             rows = [numpyro_row]
-            evals = {numpyro_row.sampler: float(n_sites)}
-            runs = [
+            runs = [  # label, step, draws, M-H steps per draw
                 ("ALBP (barker)", lambda m: pmd.ALBP([m["x"]]), draws, 1),
                 ("ALBP (sqrt)", lambda m: pmd.ALBP([m["x"]], weight="sqrt"), draws, 1),
                 ("ALBP (sqrt, 4 steps per draw)",
-                 lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=4), draws, 4),
+                 lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=4), draws // 4, 4),
+                ("ALBP (sqrt, compiled loop, 8 steps per draw)",
+                 lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=8,
+                                    compiled_loop=True), draws // 8, 8),
                 ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]),
-                 gibbs_draws, n_sites),
+                 gibbs_draws, 1),
             ]
             for label, make_step, n_draws, per_draw in runs:
                 print(f"  {name}: {label}", flush=True)
-                tune = n_draws if per_draw != 4 else n_draws // 4
+                tune = draws // per_draw if per_draw > 1 else n_draws
                 rows.append(measure(model, label, make_step, draws=n_draws, tune=tune, seed=6,
-                                    initvals=start, warmup=min(100, n_draws)))
-                evals[label] = float(per_draw)
+                                    initvals=start))
             sections.append(f"### {name}\n\n"
-                            f"{format_table(rows, baseline='NumPyro DiscreteHMCGibbs')}\n\n"
-                            f"{per_eval_table(rows, evals)}")
+                            f"{format_table(rows, baseline='NumPyro DiscreteHMCGibbs')}")
     import jax
     import numpyro
 
@@ -168,11 +157,13 @@ NumPyro: {draws} draws after {draws} warm-up per chain on the Bernoulli model,
 {ising_numpyro_draws} after {ising_numpyro_draws} on the Ising model, 2 chains run sequentially, timed
 on a second run (the first compiles). The model has an extra standard normal `z` (the
 kernel wraps NUTS for the continuous sites); a `DiscreteHMCGibbs` iteration updates the
-discrete sites by Gibbs steps and `z` by NUTS. ALBP: {draws} draws after {draws} tuning
-(a quarter of the tuning draws with 4 steps per draw, so the same number of M-H steps);
-BinaryGibbsMetropolis: {gibbs_draws} draws. Ratios are against NumPyro. Log density
-evaluations per draw: N for a Gibbs sweep (NumPyro and PyMC; NumPyro's count is an upper
-bound that assumes one sweep per iteration), one per M-H step for ALBP.
+discrete sites by Gibbs steps and `z` by NUTS. ALBP: {draws} M-H steps after {draws}
+tuning steps (with k steps per draw, {draws} / k draws after {draws} / k); the compiled
+loop runs the draw's 8 steps inside one numba function that calls the model's NUMBA-mode
+log density and gradient (`compiled_loop=True`). BinaryGibbsMetropolis: {gibbs_draws} draws.
+Ratios are against NumPyro. Log density evaluations per draw (for "ESS logp per 1k
+evals"): N for a Gibbs sweep (NumPyro and PyMC; NumPyro's count assumes one sweep per
+iteration), one per M-H step for ALBP.
 
 {(chr(10) * 2).join(sections)}
 """)

@@ -131,7 +131,7 @@ def comparisons(draws: int, tune: int, exact_draws: int, gibbs_draws: int):
         for label, make_step, n_draws, n_tune in runs:
             print(f"  {name}: {label}", flush=True)
             rows.append(measure(model, label, make_step, draws=n_draws, tune=n_tune, seed=2,
-                                initvals=start, warmup=min(100, n_draws)))
+                                initvals=start))
         tables[name] = (format_table(rows, baseline="BinaryGibbsMetropolis"), runs)
     return tables
 

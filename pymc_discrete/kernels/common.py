@@ -10,6 +10,7 @@ import numpy as np
 
 __all__ = [
     "StepInfo",
+    "StepsInfo",
     "kernel_seed",
     "acceptance_probability",
     "draw_proposal_size",
@@ -46,6 +47,40 @@ class StepInfo(NamedTuple):
     jump_distance: int
 
 
+class StepsInfo(NamedTuple):
+    """What several Metropolis-Hastings steps did, one entry per step.
+
+    Attributes
+    ----------
+    accept_prob : ndarray of float64
+        ``min(1, exp(log_alpha))`` of each proposal (0 for impossible ones).
+    accepted : ndarray of bool
+        Whether each proposal became the new state.
+    n_proposed : ndarray of int64
+        Number of sites each proposal changed.
+
+    Examples
+    --------
+    >>> info = StepsInfo.from_steps([StepInfo(0.5, True, 3, 3), StepInfo(0.0, False, 2, 0)])
+    >>> info.accepted.tolist(), int(info.n_proposed.sum())
+    ([True, False], 5)
+    """
+
+    accept_prob: np.ndarray
+    accepted: np.ndarray
+    n_proposed: np.ndarray
+
+    @classmethod
+    def from_steps(cls, steps: list[StepInfo]) -> "StepsInfo":
+        """Collect the :class:`StepInfo` of consecutive steps."""
+        return cls(
+            np.array([s.accept_prob for s in steps], dtype=np.float64),
+            np.array([s.accepted for s in steps], dtype=np.bool_),
+            np.array([s.n_proposed for s in steps], dtype=np.int64),
+        )
+
+
+@numba.njit(cache=True)
 def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
     """Round a real scale to an integer number of sites, unbiasedly.
 
@@ -120,6 +155,7 @@ def seed_numba(seed: int) -> None:
     np.random.seed(seed)
 
 
+@numba.njit(cache=True)
 def acceptance_probability(log_alpha: float) -> float:
     """``min(1, exp(log_alpha))``, with NaN mapped to 0 (the proposal is rejected).
 
@@ -138,6 +174,7 @@ def acceptance_probability(log_alpha: float) -> float:
     return math.exp(min(0.0, log_alpha))
 
 
+@numba.njit(cache=True)
 def metropolis_accept(log_alpha: float, u: float) -> bool:
     """Metropolis-Hastings decision ``log(u) < log_alpha``; NaN and -inf reject.
 
@@ -158,6 +195,7 @@ def metropolis_accept(log_alpha: float, u: float) -> bool:
     return bool(np.log(u) < log_alpha)
 
 
+@numba.njit(cache=True)
 def metropolis_hastings(
     logp_current: float, logp_proposal: float, log_q_ratio: float, u: float
 ) -> tuple[bool, float]:

@@ -15,7 +15,65 @@ from pytensor.graph.basic import Variable
 
 from pymc_discrete.pymc.relaxation import relaxed_logp
 
-__all__ = ["compile_logp_and_ratios", "compile_logp_and_table", "compile_exact_logp"]
+__all__ = [
+    "CompiledRatios",
+    "compile_logp_and_ratios",
+    "compile_logp_and_table",
+    "compile_exact_logp",
+]
+
+
+class CompiledRatios:
+    """``x -> (logp(x), local log-ratios)`` of a binary block, built with PyTensor's NUMBA
+    mode, so that numba-compiled loops can call it without Python in between.
+
+    Parameters
+    ----------
+    fn : pytensor.compile.function.types.Function
+        Compiled in NUMBA mode, with one explicit input (the relaxed sites) and two
+        outputs (log density, ratios); shared variables become further inputs of its
+        numba function.
+
+    Notes
+    -----
+    The numba function and the cells of the shared variables are read from ``fn`` at
+    every use: they are rebuilt when the step method is pickled into a worker process,
+    and ``set_value`` on a shared variable (another step moving a continuous variable)
+    updates its cell.
+    """
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        if len(fn.maker.fgraph.outputs) != 2 or len(fn.vm.inputs) != len(fn.maker.inputs):
+            raise NotImplementedError("the compiled function has updates or hidden inputs")
+        self._specialised: dict = {}
+
+    def __getstate__(self) -> dict:
+        # loops specialised on this process's numba function are rebuilt after unpickling
+        return {**self.__dict__, "_specialised": {}}
+
+    def specialised(self, factory: Callable) -> Callable:
+        """``factory(self.target)``, built once per process (e.g. a compiled loop with the
+        target built in: :func:`~pymc_discrete.kernels.binary_loop.specialise_albp_loop`)."""
+        target = self.target
+        cached = self._specialised.get(factory)
+        if cached is None or cached[0] is not target:
+            cached = (target, factory(target))
+            self._specialised[factory] = cached
+        return cached[1]
+
+    @property
+    def target(self):
+        """The numba dispatcher ``(relaxed sites, *shared values) -> (logp, ratios)``."""
+        return self.fn.vm.jit_fn
+
+    def shared_values(self) -> tuple:
+        """Current values of the shared variables, in the order ``target`` takes them."""
+        return tuple(cell[0] for cell in self.fn.vm.inputs[1:])
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        logp_value, ratio_values = self.fn(np.asarray(x, dtype=np.float64))
+        return float(logp_value), ratio_values
 
 
 def compile_logp_and_ratios(
@@ -24,6 +82,7 @@ def compile_logp_and_ratios(
     shapes: Sequence[tuple[int, ...]],
     shared: dict[Variable, Variable],
     compile_kwargs: dict | None = None,
+    numba_loop: bool = False,
 ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """Compile ``x -> (logp(x), d(x))`` for a block of binary sites.
 
@@ -42,6 +101,9 @@ def compile_logp_and_ratios(
         Other value variable -> shared variable holding its current value.
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``mode``).
+    numba_loop : bool
+        Compile in PyTensor's NUMBA mode and return a :class:`CompiledRatios`, whose
+        numba function compiled loops can call.
 
     Returns
     -------
@@ -55,8 +117,13 @@ def compile_logp_and_ratios(
         logp = clone_replace(logp, replace=shared)
     grad = pytensor.grad(logp, flat)
     ratios = (1.0 - 2.0 * flat) * grad
-    fn = pm_compile([flat], [logp, ratios], **(compile_kwargs or {}))
+    kwargs = dict(compile_kwargs or {})
+    if numba_loop:
+        kwargs["mode"] = "NUMBA"
+    fn = pm_compile([flat], [logp, ratios], **kwargs)
     fn.trust_input = True
+    if numba_loop:
+        return CompiledRatios(fn)
 
     def logp_and_ratios(x: np.ndarray) -> tuple[float, np.ndarray]:
         logp_value, ratio_values = fn(x.astype(np.float64))

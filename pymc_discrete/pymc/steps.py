@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -21,13 +22,18 @@ from pymc_discrete.kernels.binary import (
     arwm_step,
     init_lb_state,
 )
+from pymc_discrete.kernels.binary_loop import (
+    albp_steps,
+    init_compiled_lb_state,
+    specialise_albp_loop,
+)
 from pymc_discrete.kernels.categorical import (
     CategoricalRWState,
     categorical_albp_step,
     categorical_arwm_step,
     init_categorical_lb_state,
 )
-from pymc_discrete.kernels.common import StepInfo
+from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.kernels.path import init_path_state, pafs_step, pas_step
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.compiled import (
@@ -38,6 +44,7 @@ from pymc_discrete.pymc.compiled import (
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.relaxation import RelaxationError
 from pymc_discrete.pymc.validation import (
+    check_bool,
     check_discrete_block,
     check_choice,
     check_initial_point,
@@ -56,14 +63,45 @@ class TuningWarning(UserWarning):
     """Tuning could not bring the acceptance rate near its target."""
 
 
-def max_scale(n_sites: int) -> float:
-    """Largest scale R the tuner may reach: half the sites (at least 1).
+def max_scale(n_sites: int, two_valued: bool = False) -> float:
+    """Largest scale R the tuner may reach: half the sites (at least 1), less 1/2 when
+    the sites all take two values and half the sites is an even number.
 
     Changing more than half of the sites of a small block is close to "flip everything",
     an involution that makes the chain nearly periodic (and its ESS estimates wrong); the
-    optimal R grows like N^(2/3), far below N/2 once N is in the tens.
+    optimal R grows like N^(2/3), far below N/2 once N is in the tens. On two-valued
+    sites, flipping exactly R sites changes the number of ones by R modulo 2: with R
+    fixed at an even number its parity never changes and the chain sees half of the
+    states only. A tuner saturated at an even bound would fix R there; at the bound
+    ``N // 2 - 1/2`` the probabilistic rounding mixes ``N // 2 - 1`` and ``N // 2``.
+
+    Examples
+    --------
+    >>> max_scale(4), max_scale(4, two_valued=True), max_scale(6, two_valued=True)
+    (2.0, 1.5, 3.0)
     """
-    return float(max(1, n_sites // 2))
+    half = max(1, n_sites // 2)
+    if two_valued and half % 2 == 0:
+        return half - 0.5
+    return float(half)
+
+
+def check_scale_moves_parity(scale: float, name: str) -> None:
+    """Refuse a scale that fixes an even number of flips on two-valued sites.
+
+    Raises
+    ------
+    ValueError
+        If ``scale`` is an even whole number: every step would flip exactly that many
+        sites and the parity of the number of ones could never change.
+    """
+    if scale >= 2.0 and scale == math.floor(scale) and int(scale) % 2 == 0:
+        raise ValueError(
+            f"{name}={scale:g} with no tuning flips exactly {scale:g} sites per step: on "
+            "sites with two values the parity of the number of ones could then never "
+            "change, and the chain would sample half of the states. Use an odd or a "
+            f"fractional value (e.g. {scale - 0.5:g}), or let it tune."
+        )
 
 #: Per-draw sampler statistics of every step of this package (name -> dtype, shape).
 STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
@@ -120,6 +158,8 @@ class _SiteBlockStep(ArrayStepShared):
             isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
         ]
         self.is_binary = not any(self._categorical)
+        #: every site takes two values (Bernoulli, or Categorical with two categories)
+        self.two_valued = bool(np.all(self.n_categories == 2))
         name = self._scale_parameter
         initial_scale = self._resolve_initial_scale(initial_scale)
         try:
@@ -133,6 +173,8 @@ class _SiteBlockStep(ArrayStepShared):
             )
         except ValueError as err:
             raise ValueError(str(err).replace("initial_scale", name)) from None
+        if not adapt:
+            self._check_fixed_scale()
 
         self._initial_logp = check_initial_point(model, initial_point, value_vars, counts)
         self.tune = True
@@ -143,10 +185,18 @@ class _SiteBlockStep(ArrayStepShared):
         self._initial_point = initial_point
         super().__init__(value_vars, shared, blocked=blocked, rng=rng)
 
-    @staticmethod
-    def _max_scale(n_sites: int) -> float:
+    #: whether a fixed even scale would lock the parity of a two-valued block (steps
+    #: that change exactly R sites; PAS draws its path length at random)
+    _fixed_count_of_changes = True
+
+    def _max_scale(self, n_sites: int) -> float:
         """Upper bound of the scale: :func:`max_scale`."""
-        return max_scale(n_sites)
+        return max_scale(n_sites, self.two_valued and self._fixed_count_of_changes)
+
+    def _check_fixed_scale(self) -> None:
+        """The scale will not move: refuse one that locks the parity of the block."""
+        if self.two_valued and self._fixed_count_of_changes:
+            check_scale_moves_parity(self.adapter.initial_scale, self._scale_parameter)
 
     def _resolve_initial_scale(self, initial_scale):
         """The initial scale to use (subclasses may fill in a default)."""
@@ -158,6 +208,8 @@ class _SiteBlockStep(ArrayStepShared):
         super().setup_chain(rng, tune, draws)
         self._n_tune = int(tune)
         self.tune = tune > 0
+        if tune == 0:
+            self._check_fixed_scale()
         self.adapter.start(self._tuning_updates())
         self._state = None
 
@@ -220,31 +272,29 @@ class _SiteBlockStep(ArrayStepShared):
                     "start from a point of positive probability"
                 )
         start, scale = state.x, self.adapter.scale
-        accept_sum, accepted, proposed = 0.0, 0, 0
-        for _ in range(self.steps_per_draw):
-            state, info = self._kernel_step(state, self.adapter.scale)
-            if self.tune:
-                self.adapter.update(info.accept_prob)
-            accept_sum += info.accept_prob
-            accepted += info.accepted
-            proposed += info.n_proposed
+        state, info = self._run_steps(state, scale, self.steps_per_draw)
+        if self.tune:
+            for prob in info.accept_prob:
+                self.adapter.update(float(prob))
         self._state = state
-        if self.steps_per_draw > 1:
-            jumps = int(np.count_nonzero(state.x != start))
-            info = StepInfo(accept_sum / self.steps_per_draw, accepted / self.steps_per_draw,
-                            proposed, jumps)
-        stats = self._stats(info, scale)
+        n_steps = len(info.accept_prob)
+        stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
+            "accept": float(info.accept_prob.sum()) / n_steps,
+            "accepted": float(info.accepted.sum()) / n_steps,
+            "scaling": float(scale),
+            "jump_distance": int(np.count_nonzero(state.x != start)),
+            "n_proposed": int(info.n_proposed.sum()),
+        }
         return RaveledVars(state.x.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
 
-    @staticmethod
-    def _stats(info: StepInfo, scale: float) -> dict:
-        return {
-            "accept": float(info.accept_prob),
-            "accepted": float(info.accepted),
-            "scaling": float(scale),
-            "jump_distance": int(info.jump_distance),
-            "n_proposed": int(info.n_proposed),
-        }
+    def _run_steps(self, state, scale: float, n_steps: int) -> tuple[object, StepsInfo]:
+        """``n_steps`` M-H steps at a fixed scale (the tuner sees their acceptance
+        probabilities after the draw)."""
+        infos = []
+        for _ in range(n_steps):
+            state, info = self._kernel_step(state, scale)
+            infos.append(info)
+        return state, StepsInfo.from_steps(infos)
 
     @staticmethod
     def competence(var, has_grad=False):
@@ -264,15 +314,18 @@ class _InformedStep(_SiteBlockStep):
         self.fallback_reason: str | None = None
         self._code = weight_code(self.weight)
 
-    def _compile_ratios(self, compile_kwargs: dict | None) -> None:
+    def _compile_ratios(self, compile_kwargs: dict | None, numba_loop: bool = False) -> None:
         """Compile ``x -> (logp, local log-ratios)`` for the proposal asked for, falling back
-        from the gradient to exact ratios when the model cannot be relaxed."""
+        from the gradient to exact ratios when the model cannot be relaxed. With
+        ``numba_loop`` a binary block's function is built in PyTensor's NUMBA mode
+        (:class:`~pymc_discrete.pymc.compiled.CompiledRatios`)."""
         shared = self._shared_vars()
         if self.proposal == "gradient":
             try:
                 if self.is_binary:
                     self._logp_and_ratios = compile_logp_and_ratios(
-                        self.model, self.vars, self.shapes, shared, compile_kwargs
+                        self.model, self.vars, self.shapes, shared, compile_kwargs,
+                        numba_loop=numba_loop,
                     )
                 else:
                     self._logp_and_ratios = compile_logp_and_table(
@@ -394,7 +447,18 @@ class ALBP(_InformedStep):
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
-        of sites proposed, ``jump_distance`` the sites changed over the whole draw.
+        of sites proposed, ``jump_distance`` the sites changed over the whole draw. The
+        draw's steps share one R; while tuning, the tuner then takes their acceptance
+        probabilities one by one.
+    compiled_loop : bool
+        Run the draw's steps inside one numba-compiled loop that calls the model's log
+        density and gradient compiled by PyTensor in NUMBA mode, instead of a Python
+        loop around a compiled function (binary blocks with ``proposal="gradient"``).
+        The chain is the same as the Python loop's with that function; each step saves
+        the Python work between evaluations (several times the evaluation's own cost on
+        models of a few thousand sites), at the price of a numba compilation of the
+        model when the step is built and of the loop in each process that samples
+        (seconds, cached by PyTensor across runs). Best with ``steps_per_draw > 1``.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -438,6 +502,7 @@ class ALBP(_InformedStep):
         initial_scale: float = 1.0,
         adapt: bool = True,
         steps_per_draw: int = 1,
+        compiled_loop: bool = False,
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -445,6 +510,9 @@ class ALBP(_InformedStep):
         blocked: bool = True,
     ) -> None:
         self._choose_proposal(weight, proposal)
+        compiled_loop = check_bool("compiled_loop", compiled_loop)
+        if compiled_loop and self.proposal != "gradient":
+            raise ValueError("compiled_loop=True needs proposal='gradient'")
         super().__init__(
             vars,
             target_accept=target_accept,
@@ -456,9 +524,20 @@ class ALBP(_InformedStep):
             rng=rng,
             blocked=blocked,
         )
-        self._compile_ratios(compile_kwargs)
+        if compiled_loop and not self.is_binary:
+            raise ValueError(
+                "compiled_loop=True runs binary blocks only; this block has Categorical "
+                f"variables ({self.var_names})"
+            )
+        self._compile_ratios(compile_kwargs, numba_loop=compiled_loop)
+        #: whether the draw's steps run in the numba-compiled loop (False after a
+        #: fallback to exact ratios)
+        self.compiled_loop = compiled_loop and self.proposal == "gradient"
 
     def _init_state(self, x: np.ndarray):
+        if self.is_binary and self.compiled_loop:
+            ratios = self._logp_and_ratios
+            return init_compiled_lb_state(x, ratios.target, ratios.shared_values(), self._code)
         if self.is_binary:
             return init_lb_state(x, self._logp_and_ratios, self._code)
         return init_categorical_lb_state(x, self._logp_and_ratios, self._code)
@@ -466,6 +545,15 @@ class ALBP(_InformedStep):
     def _kernel_step(self, state, scale: float):
         step = albp_step if self.is_binary else categorical_albp_step
         return step(state, scale, self.rng, self._logp_and_ratios, self._code)
+
+    def _run_steps(self, state, scale: float, n_steps: int):
+        if not self.compiled_loop:
+            return super()._run_steps(state, scale, n_steps)
+        ratios = self._logp_and_ratios
+        loop = ratios.specialised(specialise_albp_loop)
+        return albp_steps(
+            state, scale, self.rng, n_steps, loop, ratios.shared_values(), self._code
+        )
 
 
 class ARWM(_SiteBlockStep):
@@ -634,6 +722,7 @@ class PAS(_InformedStep):
 
     name = "pas"
     _scale_parameter = "path_length"
+    _fixed_count_of_changes = False
     _stuck_advice = (
         "On targets where only some path lengths can be accepted (e.g. the parity "
         "model, where odd paths change the parity) the acceptance rises with X and the "

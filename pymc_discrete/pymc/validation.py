@@ -9,12 +9,20 @@ from pytensor.graph.basic import Variable
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 __all__ = [
+    "check_bool",
     "check_choice",
     "check_discrete_block",
     "check_initial_point",
     "check_positive_int",
     "check_unit_interval",
 ]
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Return ``value`` if it is a bool (or numpy bool), else raise a ValueError."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> str:

@@ -217,8 +217,8 @@ def test_initial_point_outside_zero_one_is_refused(input_model):
 
 @pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM, pmd.PAS])
 def test_several_steps_per_draw(coupled_model, coupled_truth, cls):
-    """Four M-H steps per draw: marginals still exact, stats summarise the steps, and
-    tuning counts steps (it ends with the tune phase, not a quarter into it)."""
+    """Four M-H steps per draw: marginals still exact, stats summarise the steps (that
+    tuning counts steps is tested in test_tuning.py)."""
     step = cls([coupled_model["x"]], model=coupled_model, steps_per_draw=4)
     idata = _sample(coupled_model, step, discard_tuned_samples=False)
     _assert_means_within_mcse(idata, "x", coupled_truth)
@@ -229,9 +229,6 @@ def test_several_steps_per_draw(coupled_model, coupled_truth, cls):
     moved = (np.diff(idata.posterior["x"].values, axis=1) != 0).sum(axis=-1)
     np.testing.assert_array_equal(moved, stats["jump_distance"].values[:, 1:])
     assert (stats["n_proposed"].values >= 4).all()
-    warm = idata.warmup_sample_stats["scaling"].values
-    if cls is pmd.ALBP:  # ARWM's R and PAS's X sit at their upper bounds on 4 sites
-        assert np.unique(warm[0, -100:]).size > 1  # still tuning at the end of the tune phase
     assert np.unique(stats["scaling"].values[0]).size == 1
 
 

@@ -7,6 +7,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
+from tests.pymc.checks import means_within_mcse
 
 N_SITES = 800
 
@@ -59,15 +60,60 @@ def test_tuning_reaches_the_target_then_freezes_and_restarts_per_chain(
     assert scaling[0, 0] > 3.0  # R moved well away from 1 on N = 800 sites
 
 
+def test_tuning_counts_steps_with_several_steps_per_draw(product_bernoulli):
+    """With 4 steps per draw the tuner takes 4 updates per draw and still moves R in the
+    last draws of the tune phase (it ends with the tune phase, not a quarter into it)."""
+    step = pmd.ALBP([product_bernoulli["x"]], model=product_bernoulli, steps_per_draw=4)
+    with product_bernoulli:
+        idata = pm.sample(step=step, draws=10, tune=200, chains=1, random_seed=1,
+                          progressbar=False, compute_convergence_checks=False,
+                          discard_tuned_samples=False)
+    warm = idata.warmup_sample_stats["scaling"].values[0]
+    assert np.unique(warm[-20:]).size > 1
+    assert np.unique(idata.sample_stats["scaling"].values).size == 1
+
+
 def test_no_tuning_when_adapt_is_false(product_bernoulli):
     step = pmd.ALBP([product_bernoulli["x"]], model=product_bernoulli, adapt=False,
-                    initial_scale=20.0)
+                    initial_scale=21.0)
     with product_bernoulli:
         idata = pm.sample(step=step, draws=50, tune=50, chains=1, random_seed=1,
                           progressbar=False, compute_convergence_checks=False,
                           discard_tuned_samples=False)
-    assert np.all(idata.warmup_sample_stats["scaling"].values == 20.0)
-    assert np.all(idata.sample_stats["scaling"].values == 20.0)
+    assert np.all(idata.warmup_sample_stats["scaling"].values == 21.0)
+    assert np.all(idata.sample_stats["scaling"].values == 21.0)
+
+
+@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
+def test_a_fixed_even_scale_on_binary_sites_is_refused(product_bernoulli, cls):
+    """Flipping exactly R sites, R even, keeps the parity of the number of ones: the
+    chain would see half the states. Refused when R cannot move (no adaptation, or no
+    tuning draws); odd and fractional values are fine."""
+    x = product_bernoulli["x"]
+    with pytest.raises(ValueError, match="parity"):
+        cls([x], model=product_bernoulli, adapt=False, initial_scale=4.0)
+    cls([x], model=product_bernoulli, adapt=False, initial_scale=3.0)
+    cls([x], model=product_bernoulli, adapt=False, initial_scale=4.5)
+    step = cls([x], model=product_bernoulli, initial_scale=4.0)
+    with product_bernoulli, pytest.raises(ValueError, match="parity"):
+        pm.sample(step=step, draws=10, tune=0, chains=1, progressbar=False,
+                  compute_convergence_checks=False)
+
+
+def test_a_saturated_tuner_still_changes_the_parity(coupled_model, coupled_truth):
+    """On 4 two-valued sites R may reach 1.5, not 2 (a saturated R = 2 froze the parity
+    of the number of ones, and the marginals were wrong by ~10 MCSE)."""
+    from pymc_discrete.pymc.steps import max_scale
+
+    assert max_scale(4, two_valued=True) == 1.5 and max_scale(6, two_valued=True) == 3.0
+    step = pmd.ARWM([coupled_model["x"]], model=coupled_model)
+    with coupled_model:
+        idata = pm.sample(step=step, draws=2000, tune=500, chains=2, cores=1, random_seed=42,
+                          progressbar=False, compute_convergence_checks=False)
+    assert np.all(idata.sample_stats["scaling"].values <= 1.5)
+    parity = idata.posterior["x"].values.sum(axis=-1) % 2
+    assert 0 < parity.mean() < 1
+    means_within_mcse(idata, "x", coupled_truth)
 
 
 def test_tune_zero_keeps_the_initial_scale(product_bernoulli):

@@ -1,0 +1,210 @@
+"""Several ALBP steps on binary sites inside one compiled loop.
+
+:func:`~pymc_discrete.kernels.binary.albp_step` calls the log density from Python once per
+step; here the log density is itself a numba-compiled function (for instance the NUMBA-mode
+build of a PyTensor graph), called from inside the loop, so ``n_steps`` Metropolis-Hastings
+steps cost one call from Python. The chain is exactly the one ``albp_step`` produces with
+the same function and generator: step j reads the three uniforms ``rng.random((n_steps,
+3))[j]``, the numbers ``n_steps`` calls of
+:func:`~pymc_discrete.kernels.common.draw_proposal_size` would read, and uses them the
+same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from pymc_discrete.kernels.binary import BinaryLBState, _flip, init_lb_state
+from pymc_discrete.kernels.common import StepsInfo, metropolis_hastings, probabilistic_round
+from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
+from pymc_discrete.kernels.weights import rebalanced_weights
+
+__all__ = ["albp_steps", "init_compiled_lb_state", "specialise_albp_loop"]
+
+
+def _as_float(value):
+    """A float from a float or a 0-d array (what PyTensor's compiled functions return)."""
+    return float(np.asarray(value))
+
+
+@overload(_as_float)
+def _as_float_compiled(value):
+    if isinstance(value, types.Array):
+        return lambda value: float(value.reshape(1)[0])
+    return lambda value: float(value)
+
+
+def _as_float64_array(values):
+    """``values`` as a C-contiguous float64 array (a copy only when it is not one)."""
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
+@overload(_as_float64_array)
+def _as_float64_array_compiled(values):
+    if values.dtype == types.float64:
+        return lambda values: np.ascontiguousarray(values)
+    return lambda values: np.ascontiguousarray(values).astype(np.float64)
+
+
+# not cached: numba cannot cache a function specialised on another dispatcher
+@numba.njit
+def _evaluate(target, extra, y):
+    """``target(y as float64, *extra)`` as ``(float logp, C-contiguous float64 ratios)``.
+
+    The ratios are not copied when they already are such an array: the kernels never
+    write into them."""
+    logp, ratios = target(y.astype(np.float64), *extra)
+    return _as_float(logp), _as_float64_array(ratios)
+
+
+@numba.njit  # not cached, as _evaluate
+def _albp_loop(target, extra, x, logp, ratios, weights, log_scale, scale, uniforms, code):
+    n = x.size
+    n_steps = uniforms.shape[0]
+    accept_probs = np.zeros(n_steps)
+    accepted = np.zeros(n_steps, np.bool_)
+    proposed = np.empty(n_steps, np.int64)
+    for j in range(n_steps):
+        r = probabilistic_round(scale, uniforms[j, 0], n)
+        proposed[j] = r
+        np.random.seed(np.int64(uniforms[j, 2] * 4294967296.0))
+        picks = sample_ordered_core(weights, r)
+        if picks.size == 0:  # fewer than r sites can move: nothing to propose
+            continue
+        y = _flip(x, picks)
+        logq_forward = ordered_picks_logprob(weights, picks, False)
+        logp_y, ratios_y = _evaluate(target, extra, y)
+        weights_y, log_scale_y = rebalanced_weights(ratios_y, ratios, weights, log_scale, code)
+        logq_reverse = ordered_picks_logprob(weights_y, picks, True)
+        ok, prob = metropolis_hastings(logp, logp_y, logq_reverse - logq_forward, uniforms[j, 1])
+        accept_probs[j] = prob
+        if ok:
+            accepted[j] = True
+            x, logp, ratios, weights, log_scale = y, logp_y, ratios_y, weights_y, log_scale_y
+    return x, logp, ratios, weights, log_scale, accept_probs, accepted, proposed
+
+
+#: ``(x as float64, *extra) -> (log density, local log-ratios)``, numba-compiled
+CompiledTarget = Callable[..., tuple]
+
+
+def specialise_albp_loop(target: CompiledTarget) -> Callable:
+    """The compiled ALBP loop with ``target`` built in.
+
+    Calling a numba function with another numba function as an argument costs about
+    20 us per call in typing the argument; the specialised loop holds ``target`` as a
+    constant instead. It is compiled at its first call (and not cached on disk: it
+    depends on ``target``).
+
+    Parameters
+    ----------
+    target : numba dispatcher
+        ``(y as float64, *extra) -> (log density, local log-ratios)``.
+
+    Returns
+    -------
+    callable
+        The loop, to pass to :func:`albp_steps`.
+    """
+
+    @numba.njit
+    def albp_loop(extra, x, logp, ratios, weights, log_scale, scale, uniforms, code):
+        return _albp_loop(target, extra, x, logp, ratios, weights, log_scale, scale,
+                          uniforms, code)
+
+    return albp_loop
+
+
+def init_compiled_lb_state(
+    x: np.ndarray, target: CompiledTarget, extra: tuple, code: int
+) -> BinaryLBState:
+    """The state of a locally balanced chain at ``x``, from a compiled target.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (N,)
+        A point in {0, 1}^N.
+    target : numba dispatcher
+        ``(x as float64, *extra) -> (log density (float or 0-d array), local log-ratios
+        of the N flips)``.
+    extra : tuple
+        Further arguments of ``target`` (e.g. the current values of a model's other
+        variables).
+    code : int
+        Weight function code (:data:`~pymc_discrete.kernels.weights.WEIGHT_CODES`).
+
+    Returns
+    -------
+    BinaryLBState
+    """
+    x = np.ascontiguousarray(x, dtype=np.int64)
+    return init_lb_state(x, lambda y: _evaluate(target, tuple(extra), y), code)
+
+
+def albp_steps(
+    state: BinaryLBState,
+    scale: float,
+    rng: np.random.Generator,
+    n_steps: int,
+    loop: Callable,
+    extra: tuple,
+    code: int,
+) -> tuple[BinaryLBState, StepsInfo]:
+    """``n_steps`` M-H steps of LBP-R on binary sites in one compiled loop.
+
+    The same chain as ``n_steps`` calls of
+    :func:`~pymc_discrete.kernels.binary.albp_step` with ``logp_and_ratios = lambda y:
+    target(y, *extra)`` (``target`` the function the loop was specialised on) and the same generator (see the module docstring), without the
+    Python work between steps.
+
+    Parameters
+    ----------
+    state : BinaryLBState
+        Current state (from :func:`init_compiled_lb_state` or
+        :func:`~pymc_discrete.kernels.binary.init_lb_state` with the same target).
+    scale : float
+        Real-valued scale R >= 1, the same for every step of the loop.
+    rng : numpy.random.Generator
+        Source of randomness: ``3 * n_steps`` uniforms, in one call.
+    n_steps : int
+        Number of Metropolis-Hastings steps.
+    loop : callable
+        The loop specialised on the target (:func:`specialise_albp_loop`).
+    extra : tuple
+        Further arguments of ``target``.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    new_state : BinaryLBState
+    info : StepsInfo
+        Acceptance probability, decision and number of proposed sites of every step.
+
+    Examples
+    --------
+    >>> import numba, numpy as np
+    >>> @numba.njit
+    ... def target(x, log_odds):  # independent sites
+    ...     return np.sum(log_odds * x), log_odds * (1.0 - 2.0 * x)
+    >>> extra = (np.full(10, 0.5),)
+    >>> state = init_compiled_lb_state(np.zeros(10, dtype=np.int64), target, extra, 0)
+    >>> loop = specialise_albp_loop(target)
+    >>> state, info = albp_steps(state, 3.0, np.random.default_rng(0), 5, loop, extra, 0)
+    >>> info.n_proposed.tolist()
+    [3, 3, 3, 3, 3]
+    """
+    uniforms = rng.random((int(n_steps), 3))
+    x, logp, ratios, weights, log_scale, probs, accepted, proposed = loop(
+        tuple(extra), state.x, float(state.logp), state.log_ratios, state.weights,
+        float(state.log_scale), float(scale), uniforms, int(code),
+    )
+    return (
+        BinaryLBState(x, float(logp), ratios, weights, float(log_scale)),
+        StepsInfo(probs, accepted, proposed),
+    )

@@ -1,0 +1,79 @@
+"""ALBP with ``compiled_loop=True``: the Python loop's chain, exact marginals next to NUTS,
+rejection of impossible proposals, reproducibility across cores, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_discrete as pmd
+from tests.exact import all_states
+from tests.pymc.checks import means_within_mcse, sample
+
+
+def test_compiled_loop_gives_the_python_loops_chain(coupled_model):
+    """Same compiled function, same seed: the compiled loop and the Python loop produce
+    the same draws and stats, tuning included (3 steps per draw)."""
+    runs = []
+    for compiled in (True, False):
+        step = pmd.ALBP([coupled_model["x"]], model=coupled_model, steps_per_draw=3,
+                        compiled_loop=True, weight="sqrt")
+        step.compiled_loop = compiled  # the Python loop around the same NUMBA function
+        runs.append(sample(coupled_model, step, draws=300, tune=300, random_seed=3,
+                           discard_tuned_samples=False))
+    compiled, python = runs
+    np.testing.assert_array_equal(compiled.posterior["x"].values, python.posterior["x"].values)
+    for group in ("sample_stats", "warmup_sample_stats"):
+        for name in ("accept", "accepted", "scaling", "jump_distance", "n_proposed"):
+            np.testing.assert_array_equal(compiled[group][name].values,
+                                          python[group][name].values, err_msg=name)
+    assert np.unique(compiled.warmup_sample_stats["scaling"].values).size > 1  # it tuned
+
+
+def test_compiled_loop_next_to_nuts_matches_enumeration(mixed_model, mixed_truth):
+    """NUTS moves mu between draws: the loop must read mu's new value every draw."""
+    g_truth, mu_truth = mixed_truth
+    step = pmd.ALBP([mixed_model["g"]], model=mixed_model, steps_per_draw=2, compiled_loop=True)
+    idata = sample(mixed_model, [step], random_seed=11)
+    means_within_mcse(idata, "g", g_truth)
+    means_within_mcse(idata, "mu", mu_truth)
+
+
+def test_compiled_loop_rejects_proposals_with_minus_inf_logp():
+    """log(1 - prod(x)) forbids the all-ones state (logp -inf, gradient NaN there)."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.7, shape=3)
+        pm.Potential("forbid", pt.log(1.0 - pt.prod(x)))
+    states = all_states(3)
+    p = np.array([0.0 if s.all() else np.prod(np.where(s == 1, 0.7, 0.3)) for s in states])
+    point = model.initial_point()
+    point["x"] = np.zeros(3, dtype=np.int64)
+    step = pmd.ALBP([x], model=model, initial_point=point, compiled_loop=True, steps_per_draw=2)
+    idata = sample(model, step, initvals={"x": np.zeros(3, dtype=np.int64)}, random_seed=5)
+    draws = idata.posterior["x"].values.reshape(-1, 3)
+    assert not draws.all(axis=1).any()
+    means_within_mcse(idata, "x", (p / p.sum()) @ states)
+    assert (idata.sample_stats["accept"].values < 1).any()
+
+
+def test_compiled_loop_same_seed_same_draws_with_one_or_two_cores(coupled_model):
+    step = pmd.ALBP([coupled_model["x"]], model=coupled_model, compiled_loop=True,
+                    steps_per_draw=2)
+    runs = [sample(coupled_model, step, draws=100, tune=100, cores=cores, random_seed=7)
+            for cores in (1, 2)]
+    np.testing.assert_array_equal(runs[0].posterior["x"].values, runs[1].posterior["x"].values)
+    np.testing.assert_array_equal(runs[0].sample_stats["scaling"].values,
+                                  runs[1].sample_stats["scaling"].values)
+
+
+def test_compiled_loop_refuses_what_it_cannot_run(coupled_model, potts):
+    with pytest.raises(ValueError, match="compiled_loop"):
+        pmd.ALBP([coupled_model["x"]], model=coupled_model, compiled_loop="yes")
+    with pytest.raises(ValueError, match="compiled_loop=True needs proposal='gradient'"):
+        pmd.ALBP([coupled_model["x"]], model=coupled_model, compiled_loop=True,
+                 proposal="exact")
+    model, _ = potts
+    with pytest.raises(ValueError, match="binary blocks only"):
+        pmd.ALBP([model["z"]], model=model, compiled_loop=True)
