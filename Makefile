@@ -28,8 +28,8 @@ test: docs
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
-# every benchmark script: rewrites its section of benchmarks/RESULTS.md and its plots
-BENCH_SCRIPTS := run_core run_paper run_scaling run_exact run_categorical run_mixture run_path run_samcmc run_numpyro
+# every benchmark script (benchmarks/run_all.py lists them), in one process: each
+# rewrites its section of benchmarks/RESULTS.md and its plots, and prints its duration
 BENCH_STAMP := $(VENV)/.bench-installed
 
 # NumPyro and JAX are installed for the benchmarks only (not by make test)
@@ -38,12 +38,11 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
-	@for s in $(BENCH_SCRIPTS); do echo "== $$s"; $(PY) benchmarks/$$s.py || exit 1; done
+	$(PY) benchmarks/run_all.py
 
-# the same scripts at small sizes: 15 min on the 2-core VM with another job sharing it,
-# plus 1.6 min for the venv of a fresh clone
+# the same scripts at small sizes (measured durations: README, "Benchmarks")
 bench-quick: $(BENCH_STAMP)
-	@for s in $(BENCH_SCRIPTS); do echo "== $$s --quick"; $(PY) benchmarks/$$s.py --quick || exit 1; done
+	$(PY) benchmarks/run_all.py --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build

@@ -136,8 +136,10 @@ def measure(
         warmup = min(100, max(5, draws // 10))
     common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
                   initvals=initvals)
+    began = time.perf_counter()
     with model:
         step = make_step(model)
+        built = time.perf_counter()
         pm.sample(step=step, draws=warmup, tune=warmup, chains=1, random_seed=seed, **common)
         start = time.perf_counter()
         idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
@@ -158,6 +160,9 @@ def measure(
     stats = idata.sample_stats
     accept = float(stats["accept"].mean()) if "accept" in stats else float("nan")
     evals = evaluations_per_draw(step, idata, flat.shape[-1])
+    print(f"    {label}: built in {built - began:.1f} s, warm-up {start - built:.1f} s, "
+          f"sampled in {wall:.1f} s, measured in {time.perf_counter() - start - wall:.1f} s",
+          flush=True)
     scale = float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats else float("nan")
     return Measurement(
         sampler=label,

@@ -111,7 +111,7 @@ def ising_against_pymc(draws: int, tune: int, gibbs_draws: int, gibbs_tune: int)
 
 def main(quick: bool = False) -> None:
     draws, tune = (1000, 1000) if quick else (10000, 10000)
-    gibbs_draws, gibbs_tune = (100, 50) if quick else (300, 100)
+    gibbs_draws, gibbs_tune = (30, 15) if quick else (300, 100)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print("EJD against the paper ...", flush=True)
     paper_table, _ = paper_comparison(draws, tune)

@@ -128,8 +128,8 @@ def signal_gradient_vs_exact(draws: int, tune: int) -> str:
 def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = "python benchmarks/run_exact.py" + (" --quick" if quick else "")
-    ising_n, fhmm_n, rbm_n = (500, 300, 500) if quick else (5000, 3000, 5000)
-    signal_draws, signal_tune = (300, 300) if quick else (2000, 1000)
+    ising_n, fhmm_n, rbm_n = (300, 200, 300) if quick else (5000, 3000, 5000)
+    signal_draws, signal_tune = (200, 200) if quick else (2000, 1000)
     print("scaling ...", flush=True)
     scale_table = scaling()
     print("Ising gradient vs exact ...", flush=True)

@@ -113,8 +113,8 @@ def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = "python benchmarks/run_numpyro.py" + (" --quick" if quick else "")
     draws = 1000 if quick else 5000
-    ising_numpyro_draws = 100 if quick else 500  # a NumPyro sweep of 2500 sites: ~40 ms
-    gibbs_draws = 40 if quick else 200
+    ising_numpyro_draws = 50 if quick else 500  # a NumPyro sweep of 2500 sites: ~40 ms
+    gibbs_draws = 20 if quick else 200
     sections = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

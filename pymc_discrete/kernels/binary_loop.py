@@ -34,8 +34,10 @@ def _as_float(value):
 
 @overload(_as_float)
 def _as_float_compiled(value):
-    if isinstance(value, types.Array):
-        return lambda value: float(value.reshape(1)[0])
+    if isinstance(value, types.Array) and value.ndim == 0:
+        return lambda value: float(value[()])
+    if isinstance(value, types.Array):  # any layout (PyTensor's outputs may be non-contiguous)
+        return lambda value: float(np.ravel(value)[0])
     return lambda value: float(value)
 
 

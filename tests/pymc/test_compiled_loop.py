@@ -77,3 +77,14 @@ def test_compiled_loop_refuses_what_it_cannot_run(coupled_model, potts):
     model, _ = potts
     with pytest.raises(ValueError, match="binary blocks only"):
         pmd.ALBP([model["z"]], model=model, compiled_loop=True)
+
+
+def test_compiled_loop_on_independent_sites():
+    """A product of Bernoullis (PyTensor returns its log density as a 0-d array of any
+    layout): the marginals are the p_i."""
+    from pymc_discrete.pymc.models import bernoulli_model
+
+    model = bernoulli_model(12, "C2", seed=3)
+    step = pmd.ALBP([model["x"]], model=model, compiled_loop=True, steps_per_draw=2)
+    idata = sample(model, step, random_seed=2)
+    means_within_mcse(idata, "x", model.p)
