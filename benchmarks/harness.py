@@ -212,9 +212,18 @@ def machine_description() -> str:
     import numba
     import pytensor
 
-    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
+    line = (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
             f"Python {platform.python_version()}, PyMC {pm.__version__}, "
             f"PyTensor {pytensor.__version__}, numba {numba.__version__}")
+    jobs = int(os.environ.get(CONCURRENT_JOBS, "1"))
+    if jobs > 1:
+        line += (f"; run next to {jobs - 1} other benchmark process(es) (one core each: "
+                 "`run_all.py --jobs`)")
+    return line
+
+
+#: environment variable run_all.py sets to the number of benchmark processes running at once
+CONCURRENT_JOBS = "PYMC_DISCRETE_BENCH_JOBS"
 
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -237,7 +246,15 @@ def write_section(name: str, body: str, path: Path = RESULTS) -> None:
     path : Path
         The results file.
     """
+    import fcntl
+
     begin, end = f"<!-- begin:{name} -->", f"<!-- end:{name} -->"
+    with open(path.with_suffix(".lock"), "w") as lock:  # scripts may run side by side
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _replace_section(path, begin, end, body)
+
+
+def _replace_section(path: Path, begin: str, end: str, body: str) -> None:
     text = path.read_text() if path.exists() else HEADER
     if not text.startswith("# Benchmark results\n\nEvery section"):
         text = HEADER  # an old single-report file: start the sectioned layout afresh

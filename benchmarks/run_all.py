@@ -1,13 +1,17 @@
-"""Run every benchmark script in one process (imports and compiled functions loaded once).
+"""Run benchmark scripts in one process, or in ``--jobs`` processes side by side.
 
-``python benchmarks/run_all.py [--quick] [name ...]``: each script's ``main`` in turn (all
-of them by default, in the order of the Makefile's ``BENCH_SCRIPTS``), printing how long
-each took. Each rewrites its own section of ``benchmarks/RESULTS.md`` and its plots.
+``python benchmarks/run_all.py [--quick] [--jobs=J] [name ...]``: each script's ``main``
+(all of them by default), printing how long each took; imports and compiled functions
+load once per process. Each script rewrites its own section of ``benchmarks/RESULTS.md``
+and its plots. With J > 1 the scripts are shared among J processes (one core each on a
+machine of J cores), and every section says so in its machine line.
 """
 
 from __future__ import annotations
 
 import importlib
+import multiprocessing
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,23 +19,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness import CONCURRENT_JOBS  # noqa: E402
+
 SCRIPTS = ("run_core", "run_paper", "run_scaling", "run_exact", "run_categorical",
            "run_mixture", "run_path", "run_samcmc", "run_numpyro")
 
 
+def run_script(name: str, quick: bool) -> float:
+    """Run one script's ``main``; return its duration in seconds."""
+    print(f"== {name}{' --quick' if quick else ''}", flush=True)
+    start = time.perf_counter()
+    importlib.import_module(f"benchmarks.{name}").main(quick=quick)
+    seconds = time.perf_counter() - start
+    print(f"== {name} took {seconds:.0f} s", flush=True)
+    return seconds
+
+
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
+    jobs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--jobs=")), 1)
     names = [a for a in argv if not a.startswith("--")] or list(SCRIPTS)
     unknown = sorted(set(names) - set(SCRIPTS))
     if unknown:
         raise SystemExit(f"unknown benchmark scripts {unknown}: choose from {SCRIPTS}")
     began = time.perf_counter()
-    for name in names:
-        print(f"== {name}{' --quick' if quick else ''}", flush=True)
-        start = time.perf_counter()
-        importlib.import_module(f"benchmarks.{name}").main(quick=quick)
-        print(f"== {name} took {time.perf_counter() - start:.0f} s", flush=True)
-    print(f"== all took {time.perf_counter() - began:.0f} s", flush=True)
+    if jobs > 1:
+        os.environ[CONCURRENT_JOBS] = str(jobs)
+        with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=1) as pool:
+            durations = pool.starmap(run_script, [(n, quick) for n in names], chunksize=1)
+    else:
+        durations = [run_script(name, quick) for name in names]
+    summary = ", ".join(f"{n} {d:.0f} s" for n, d in zip(names, durations))
+    print(f"== all took {time.perf_counter() - began:.0f} s ({summary})", flush=True)
 
 
 if __name__ == "__main__":
