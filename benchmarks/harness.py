@@ -65,7 +65,9 @@ class Measurement:
 
 def _logp_trace(model: pm.Model, draws: np.ndarray, name: str) -> np.ndarray:
     """Model log density at every draw (chain, draw, *shape) of the single variable."""
-    fn = model.compile_logp()
+    fn = getattr(model, "_benchmark_logp", None)
+    if fn is None:  # compiled once per model: every measurement of it needs it
+        fn = model._benchmark_logp = model.compile_logp()
     point = model.initial_point()
     out = np.empty(draws.shape[:2])
     for c in range(draws.shape[0]):
