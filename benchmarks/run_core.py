@@ -151,7 +151,7 @@ Machine: {machine_description()}.
 Definitions (see `benchmarks/harness.py`): every sampler runs through `pm.sample` with
 `cores=1`, 2 chains, from the same uniformly random start; EJD is the mean number of sites
 that change between consecutive post-tuning draws; ESS is ArviZ's bulk ESS of the log
-density and the median over sites of the per-site bulk ESS; ESS/s divides by the time of
+density and the median over sites (at most 400, chosen at random) of the per-site bulk ESS; ESS/s divides by the time of
 the post-tuning draws; ms/draw is sampling time over all iterations (tuning included).
 
 ### EJD and acceptance against the optimal-scaling paper (configuration C2)

@@ -39,6 +39,7 @@ from benchmarks.harness import (  # noqa: E402
     format_table,
     machine_description,
     measure,
+    median_site_ess,
     write_section,
 )
 from pymc_discrete.pymc.models import (  # noqa: E402
@@ -134,9 +135,7 @@ def numpyro_measure(kind: str, model: pm.Model, draws: int, warmup: int,
     per_draw = seconds / (chains * (draws + warmup))
     sampling_seconds = per_draw * chains * draws
     ess_logp = float(az.ess(logp, method="bulk"))
-    site_ess = np.asarray(az.ess(flat, method="bulk"))
-    varying = flat.std(axis=(0, 1)) > 0
-    ess_site = float(np.median(site_ess[varying]))
+    ess_site = median_site_ess(flat)
     return Measurement(
         sampler="NumPyro DiscreteHMCGibbs", draws=chains * draws, seconds=seconds,
         time_per_draw_ms=1e3 * per_draw,
@@ -167,7 +166,7 @@ def main(quick: bool = False) -> None:
     command = "python benchmarks/run_numpyro.py" + (" --quick" if quick else "")
     draws = 800 if quick else 5000
     gibbs_draws = 20 if quick else 200
-    lattice_draws = 40 if quick else 500  # NumPyro sweeps of 1000-3600 moves: 10-40 ms
+    lattice_draws = 30 if quick else 500  # NumPyro sweeps of 1000-3600 moves: 10-40 ms
     cases = [  # kind, name, PyMC model, NumPyro draws, our samplers
         ("bernoulli", "Product Bernoulli, N = 800 (C2)", bernoulli_model(800, "C2"), draws,
          _binary_runs(draws, gibbs_draws)),
