@@ -21,8 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import CONCURRENT_JOBS  # noqa: E402
 
-SCRIPTS = ("run_core", "run_paper", "run_scaling", "run_exact", "run_categorical",
-           "run_mixture", "run_path", "run_samcmc", "run_numpyro")
+#: every script, the longest first (so that --jobs packs them well)
+SCRIPTS = ("run_numpyro", "run_path", "run_exact", "run_core", "run_paper", "run_samcmc",
+           "run_categorical", "run_mixture", "run_scaling")
 
 
 def run_script(name: str, quick: bool) -> float:
