@@ -164,9 +164,9 @@ def _binary_runs(draws: int, gibbs_draws: int) -> list:
 def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = "python benchmarks/run_numpyro.py" + (" --quick" if quick else "")
-    draws = 800 if quick else 5000
-    gibbs_draws = 20 if quick else 200
-    lattice_draws = 30 if quick else 500  # NumPyro sweeps of 1000-3600 moves: 10-40 ms
+    draws = 400 if quick else 5000
+    gibbs_draws = 10 if quick else 200
+    lattice_draws = 15 if quick else 500  # NumPyro sweeps of 1000-3600 moves: 10-40 ms
     cases = [  # kind, name, PyMC model, NumPyro draws, our samplers
         ("bernoulli", "Product Bernoulli, N = 800 (C2)", bernoulli_model(800, "C2"), draws,
          _binary_runs(draws, gibbs_draws)),
