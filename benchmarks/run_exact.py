@@ -130,7 +130,7 @@ def main(quick: bool = False) -> None:
     ising_n, fhmm_n, rbm_n = (300, 200, 300) if quick else (5000, 3000, 5000)
     signal_draws, signal_tune = (200, 200) if quick else (2000, 1000)
     print("scaling ...", flush=True)
-    scale_table = scaling()
+    scale_table = scaling((20, 40, 60) if quick else (20, 40, 60, 80, 100))
     print("Ising gradient vs exact ...", flush=True)
     ising_table = gradient_vs_exact(ising_model(50, "C2"), "Ising 50x50", (50, 50), ising_n,
                                     ising_n)
