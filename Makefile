@@ -40,7 +40,8 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py
 
-# the same scripts at small sizes, two processes side by side (one per core)
+# the same scripts at small sizes, two processes side by side (one per core): 4m37s on
+# the 2-core VM in a clone whose venv exists (its first run also builds the venv, ~1.5 min)
 bench-quick: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py --quick --jobs=2
 
