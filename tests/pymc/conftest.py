@@ -43,6 +43,20 @@ def coupled_truth():
     return (p / p.sum()) @ states
 
 
+@pytest.fixture(scope="session")
+def forbidden_state():
+    """Three Bernoulli(0.7) sites with log(1 - prod(x)): the all-ones state has logp -inf
+    (and gradient NaN). Returns the model, its exact marginals and a start at all zeros."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.7, shape=3)
+        pm.Potential("forbid", pt.log(1.0 - pt.prod(x)))
+    states = all_states(3)
+    p = np.array([0.0 if s.all() else np.prod(np.where(s == 1, 0.7, 0.3)) for s in states])
+    start = model.initial_point()
+    start["x"] = np.zeros(3, dtype=np.int64)
+    return model, (p / p.sum()) @ states, start
+
+
 # Indicators g with a Gaussian likelihood and an unknown offset mu sampled by NUTS.
 X_MIXED = np.array([[1.0, 0.5, -0.7], [0.2, -1.0, 0.4], [-0.3, 0.8, 1.1], [0.9, 0.1, -0.2], [0.0, -0.6, 0.9]])
 Y_MIXED = np.array([1.4, -0.9, 1.3, 0.8, 0.2])

@@ -64,18 +64,11 @@ def test_several_bernoulli_variables_form_one_block():
     _assert_means_within_mcse(idata, "b", truth[2])
 
 
-def test_proposals_with_minus_inf_or_nan_logp_are_rejected_and_sampling_goes_on():
+def test_proposals_with_minus_inf_or_nan_logp_are_rejected_and_sampling_goes_on(forbidden_state):
     """log(1 - prod(x)) forbids the all-ones state: its logp is -inf and gradient NaN."""
-    with pm.Model() as model:
-        x = pm.Bernoulli("x", 0.7, shape=3)
-        pm.Potential("forbid", pt.log(1.0 - pt.prod(x)))
-    states = all_states(3)
-    p = np.array([0.0 if s.all() else np.prod(np.where(s == 1, 0.7, 0.3)) for s in states])
-    truth = (p / p.sum()) @ states
-    point = model.initial_point()
-    point["x"] = np.zeros(3, dtype=np.int64)
-    step = pmd.ALBP([x], model=model, initial_point=point)
-    idata = _sample(model, step, initvals={"x": np.zeros(3, dtype=np.int64)})
+    model, truth, start = forbidden_state
+    step = pmd.ALBP([model["x"]], model=model, initial_point=start)
+    idata = _sample(model, step, initvals={"x": start["x"]})
     draws = idata.posterior["x"].values.reshape(-1, 3)
     assert not draws.all(axis=1).any()
     _assert_means_within_mcse(idata, "x", truth)
