@@ -31,9 +31,12 @@ import pymc as pm
 
 __all__ = [
     "Measurement",
+    "MixedMeasurement",
+    "format_mixed_table",
     "format_table",
     "machine_description",
     "measure",
+    "measure_mixed",
     "median_site_ess",
     "write_section",
 ]
@@ -200,6 +203,132 @@ def measure(
         scale=scale,
         evals_per_draw=evals,
     )
+
+
+@dataclass
+class MixedMeasurement:
+    """What one sampler (a discrete step next to NUTS) achieved on a mixed model."""
+
+    sampler: str
+    draws: int
+    seconds: float
+    time_per_draw_ms: float
+    ejd: float
+    accept: float
+    scale: float
+    ess_min: float
+    ess_site_median: float
+    ess_min_per_s: float
+    ess_site_per_s: float
+    nuts_steps_per_draw: float
+    discrete_evals_per_draw: float
+
+    @property
+    def ess_min_per_1k_evals(self) -> float:
+        """Smallest continuous ESS per 1000 log density (and gradient) evaluations: NUTS's
+        leapfrog steps plus the discrete step's evaluations (NaN if the latter is unknown)."""
+        evals = self.nuts_steps_per_draw + self.discrete_evals_per_draw
+        return 1e3 * self.ess_min / (evals * self.draws)
+
+
+def smallest_ess(arrays: dict[str, np.ndarray]) -> float:
+    """Smallest bulk ESS over every element of the arrays, each (chain, draw, *shape)."""
+    return min(float(np.min(np.asarray(az.ess(a, method="bulk")))) for a in arrays.values())
+
+
+def mixed_measurement(label: str, discrete: np.ndarray, continuous: dict[str, np.ndarray],
+                      seconds: float, tune: int, accept: float, scale: float,
+                      nuts_steps: float, discrete_evals: float) -> MixedMeasurement:
+    """Measure draws of a mixed model: ``discrete`` (chain, draw, *shape) and the
+    ``continuous`` arrays (chain, draw, *shape); ``seconds`` covers ``tune`` tuning
+    iterations and the draws of every chain."""
+    chains, draws = discrete.shape[:2]
+    per_draw = seconds / (chains * (draws + tune))
+    sampling_seconds = per_draw * chains * draws
+    flat = discrete.reshape(chains, draws, -1).astype(float)
+    ess_min = smallest_ess(continuous)
+    ess_site = median_site_ess(flat)
+    return MixedMeasurement(
+        sampler=label, draws=chains * draws, seconds=seconds,
+        time_per_draw_ms=1e3 * per_draw,
+        ejd=float((np.diff(flat, axis=1) != 0).sum(axis=-1).mean()),
+        accept=accept, scale=scale, ess_min=ess_min, ess_site_median=ess_site,
+        ess_min_per_s=ess_min / sampling_seconds, ess_site_per_s=ess_site / sampling_seconds,
+        nuts_steps_per_draw=nuts_steps, discrete_evals_per_draw=discrete_evals,
+    )
+
+
+def measure_mixed(
+    model: pm.Model,
+    label: str,
+    make_step: Callable[[pm.Model], object],
+    *,
+    discrete: str,
+    continuous: list[str],
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    seed: int = 0,
+    initvals: dict | None = None,
+    warmup: int | None = None,
+) -> MixedMeasurement:
+    """Sample a model whose discrete variable ``discrete`` gets the step
+    ``make_step(model)`` and whose continuous variables get PyMC's NUTS; measure it.
+
+    The continuous parameters are measured by their smallest bulk ESS (over every
+    element of ``continuous``), the discrete variable by the median site ESS and the
+    number of sites that change per draw; evaluations per draw are NUTS's leapfrog steps
+    (``n_steps``) plus the discrete step's (:func:`evaluations_per_draw`). A discarded
+    one-chain run of ``warmup`` tuning and draws comes first, as in :func:`measure`.
+    """
+    if warmup is None:
+        warmup = min(100, max(5, draws // 10))
+    common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
+                  initvals=initvals)
+    with model:
+        step = make_step(model)
+        pm.sample(step=[step], draws=warmup, tune=warmup, chains=1, random_seed=seed,
+                  **common)
+        start = time.perf_counter()
+        idata = pm.sample(step=[step], draws=draws, tune=tune, chains=chains,
+                          random_seed=seed, **common)
+        wall = time.perf_counter() - start
+    seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
+    stats = idata.sample_stats
+    x = idata.posterior[discrete].values
+    n_sites = int(np.prod(x.shape[2:]))
+    print(f"    {label}: sampled in {wall:.1f} s", flush=True)
+    return mixed_measurement(
+        label, x, {v: idata.posterior[v].values for v in continuous}, seconds, tune,
+        accept=float(stats["accept"].mean()) if "accept" in stats else float("nan"),
+        scale=float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats
+        else float("nan"),
+        nuts_steps=float(stats["n_steps"].mean()),
+        discrete_evals=evaluations_per_draw(step, idata, n_sites),
+    )
+
+
+def format_mixed_table(rows: list[MixedMeasurement], baseline: str | None = None) -> str:
+    """A markdown table of mixed-model measurements, with ESS/s ratios against
+    ``baseline``."""
+    base = next((r for r in rows if r.sampler == baseline), None)
+    head = ("| sampler | draws | seconds | ms/draw | discrete EJD | accept | R | "
+            "min ESS (continuous) | min ESS/s | median site ESS/s (discrete) | "
+            "NUTS steps per draw | discrete evals per draw | min ESS per 1k evals |")
+    if base is not None:
+        head += f" min ESS/s vs {baseline} | site ESS/s vs {baseline} |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        line = (f"| {r.sampler} | {r.draws} | {r.seconds:.1f} | {r.time_per_draw_ms:.3f} | "
+                f"{r.ejd:.2f} | {r.accept:.3f} | {r.scale:.1f} | {r.ess_min:.0f} | "
+                f"{r.ess_min_per_s:.1f} | {r.ess_site_per_s:.1f} | "
+                f"{r.nuts_steps_per_draw:.1f} | {_number(r.discrete_evals_per_draw)} | "
+                f"{_number(r.ess_min_per_1k_evals)} |")
+        if base is not None:
+            line += (f" {r.ess_min_per_s / base.ess_min_per_s:.1f}x | "
+                     f"{r.ess_site_per_s / base.ess_site_per_s:.1f}x |")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def format_table(rows: list[Measurement], baseline: str | None = None) -> str:

@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.harness import CONCURRENT_JOBS  # noqa: E402
 
 #: every script, the longest first (so that --jobs packs them well)
-SCRIPTS = ("run_numpyro", "run_path", "run_exact", "run_core", "run_paper", "run_samcmc",
+SCRIPTS = ("run_numpyro", "run_path", "run_models", "run_exact", "run_core", "run_paper",
+           "run_samcmc",
            "run_categorical", "run_mixture", "run_scaling")
 
 

@@ -111,24 +111,35 @@ def numpyro_model(kind: str) -> tuple[Callable, int]:
     return model, k
 
 
-def numpyro_measure(kind: str, model: pm.Model, draws: int, warmup: int,
-                    chains: int = 2) -> Measurement:
-    """Run DiscreteHMCGibbs on ``kind`` and measure it like the PyMC samplers (``model``:
-    the PyMC version, for the log density of the draws)."""
+def run_discrete_hmc_gibbs(sampler_model: Callable, draws: int, warmup: int,
+                           chains: int = 2) -> tuple[dict, float, np.ndarray]:
+    """Run NumPyro's ``DiscreteHMCGibbs(NUTS(sampler_model))`` twice (the first run
+    compiles); return the second run's samples grouped by chain, its seconds and the
+    number of NUTS leapfrog steps of every iteration, shape (chain, draw)."""
     import jax
     import numpyro
     from numpyro.infer import MCMC, NUTS, DiscreteHMCGibbs
 
     numpyro.set_host_device_count(1)
-    sampler_model, n_values = numpyro_model(kind)
     mcmc = MCMC(DiscreteHMCGibbs(NUTS(sampler_model)), num_warmup=warmup, num_samples=draws,
                 num_chains=chains, chain_method="sequential", progress_bar=False)
     mcmc.run(jax.random.PRNGKey(0))  # compiles
     start = time.perf_counter()
-    mcmc.run(jax.random.PRNGKey(1))
-    jax.block_until_ready(mcmc.get_samples()["x"])
+    mcmc.run(jax.random.PRNGKey(1), extra_fields=("hmc_state.num_steps",))
+    jax.block_until_ready(mcmc.get_samples())
     seconds = time.perf_counter() - start
-    x = np.asarray(mcmc.get_samples(group_by_chain=True)["x"]).astype(np.int64)
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    steps = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["hmc_state.num_steps"])
+    return samples, seconds, steps
+
+
+def numpyro_measure(sampler_model: Callable, n_values: int, model: pm.Model, draws: int,
+                    warmup: int, chains: int = 2) -> Measurement:
+    """Run DiscreteHMCGibbs on the NumPyro model ``sampler_model`` (discrete site ``x``
+    with ``n_values`` values) and measure it like the PyMC samplers (``model``: the PyMC
+    version, for the log density of the draws)."""
+    samples, seconds, _ = run_discrete_hmc_gibbs(sampler_model, draws, warmup, chains)
+    x = samples["x"].astype(np.int64)
     logp = _logp_trace(model, x, model.rvs_to_values[model["x"]].name)
     flat = x.reshape(chains, draws, -1).astype(float)
     n_sites = flat.shape[-1]
@@ -196,7 +207,7 @@ def main(quick: bool = False) -> None:
             shape = model.initial_point()["x"].shape
             start = {"x": np.random.default_rng(0).integers(0, n_values, shape)}
             print(f"  {name}: NumPyro", flush=True)
-            rows = [numpyro_measure(kind, model, numpyro_draws, numpyro_draws)]
+            rows = [numpyro_measure(*numpyro_model(kind), model, numpyro_draws, numpyro_draws)]
             for label, make_step, n_draws, per_draw in runs:
                 print(f"  {name}: {label}", flush=True)
                 tune = draws // per_draw if per_draw > 1 else n_draws

@@ -42,17 +42,26 @@ def design() -> tuple[np.ndarray, np.ndarray, list[str]]:
     return Z, y, labels
 
 
-def main(draws: int = 1000, tune: int = 1000, out: Path = HERE / "spike_and_slab.png",
-         chains: int = 2) -> dict[str, float]:
-    """Sample the model; returns the posterior inclusion probability of every predictor."""
-    Z, y, labels = design()
+def spike_and_slab_model(Z: np.ndarray, y: np.ndarray) -> pm.Model:
+    """Linear regression with inclusion indicators ``g`` (prior 0.1 each), coefficients
+    ``beta ~ N(0, 0.5)``, intercept ``alpha`` and noise scale ``sigma``."""
     p = Z.shape[1]
-    with pm.Model():
+    with pm.Model() as model:
         g = pm.Bernoulli("g", 0.1, shape=p)
         beta = pm.Normal("beta", 0.0, 0.5, shape=p)
         sigma = pm.HalfNormal("sigma", 1.0)
         alpha = pm.Normal("alpha", 0.0, 1.0)
         pm.Normal("y", mu=alpha + pm.math.dot(Z, g * beta), sigma=sigma, observed=y)
+    return model
+
+
+def main(draws: int = 1000, tune: int = 1000, out: Path = HERE / "spike_and_slab.png",
+         chains: int = 2) -> dict[str, float]:
+    """Sample the model; returns the posterior inclusion probability of every predictor."""
+    Z, y, labels = design()
+    p = Z.shape[1]
+    with spike_and_slab_model(Z, y) as model:
+        g = model["g"]
         idata = pm.sample(step=[pmd.ALBP([g], proposal="exact")], draws=draws, tune=tune,
                           chains=chains, random_seed=2, progressbar=False,
                           compute_convergence_checks=False)

@@ -1,0 +1,287 @@
+"""Per model: our steps against what a PyMC user would otherwise use, and NumPyro.
+
+Three models of issue 8's list that the other scripts cover only in part:
+
+1. **RBM over binarised scikit-learn digits** (64 visible units, 50 hidden, CD-1; the
+   marginal of the visible units): ALBP (gradient, exact, compiled loop), ARWM, PAS,
+   PyMC's default ``BinaryGibbsMetropolis`` and NumPyro's ``DiscreteHMCGibbs``, measured as
+   in every other table (``harness.measure``: ESS of the log density and median site ESS,
+   per second and per 1000 log density evaluations).
+2. **Spike-and-slab regression** (the diabetes data of ``examples/spike_and_slab.py``: 55
+   inclusion indicators next to 55 coefficients, an intercept and a noise scale) and
+3. **the iris Gaussian mixture** (150 labels, K = 3, ``examples/iris_mixture.py``): the
+   discrete step next to PyMC's NUTS for the continuous parameters, against PyMC's
+   default discrete step (``BinaryGibbsMetropolis`` / ``CategoricalGibbsMetropolis``, also
+   with NUTS) and NumPyro's ``DiscreteHMCGibbs`` (a Gibbs sweep of the discrete sites and
+   a NUTS step per iteration). Measured by the smallest bulk ESS over the continuous
+   parameters and the median ESS of the discrete sites (``harness.measure_mixed``).
+
+NumPyro and JAX are benchmark-only dependencies (``make bench`` installs them). Writes the
+section ``models`` of ``benchmarks/RESULTS.md``. Run with ``python benchmarks/run_models.py``
+(``--quick``: fewer draws).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import pymc_discrete as pmd  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    MixedMeasurement,
+    format_mixed_table,
+    format_table,
+    machine_description,
+    measure,
+    measure_mixed,
+    mixed_measurement,
+    write_section,
+)
+from benchmarks.run_numpyro import numpyro_measure, run_discrete_hmc_gibbs  # noqa: E402
+from pymc_discrete.pymc.models import binarised_digits, rbm_model, train_rbm  # noqa: E402
+
+#: the continuous parameters measured on each mixed model (NumPyro uses the same names)
+CONTINUOUS = {"spike": ["beta", "sigma", "alpha"],
+              "mixture": ["w", "mu_first", "mu_rest", "sigma"]}
+
+
+QUICK_NOTE = """
+Quick run (`--quick`): the mixed models' tables have only ALBP (exact) and PyMC's
+default step, without NumPyro; `python benchmarks/run_models.py` runs them all.
+"""
+
+
+def iris_data() -> tuple[np.ndarray, np.ndarray]:
+    """Standardised iris measurements and the species."""
+    from sklearn.datasets import load_iris
+
+    iris = load_iris()
+    return (iris.data - iris.data.mean(0)) / iris.data.std(0), iris.target
+
+
+def numpyro_rbm(W: np.ndarray, b: np.ndarray, c: np.ndarray) -> Callable:
+    """The RBM's visible marginal in NumPyro (plus the standard normal ``z`` that
+    DiscreteHMCGibbs's NUTS needs)."""
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    W, b, c = (jnp.asarray(a) for a in (W, b, c))
+
+    def model():
+        numpyro.sample("z", dist.Normal())
+        v = numpyro.sample("x", dist.Bernoulli(probs=0.5 * jnp.ones(W.shape[0])))
+        numpyro.factor("rbm", v @ b + jnp.sum(jax.nn.softplus(c + v @ W)))
+
+    return model
+
+
+def numpyro_spike_and_slab(Z: np.ndarray, y: np.ndarray) -> Callable:
+    """``examples/spike_and_slab.py``'s model in NumPyro."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    Z, y = jnp.asarray(Z), jnp.asarray(y)
+    p = Z.shape[1]
+
+    def model():
+        g = numpyro.sample("g", dist.Bernoulli(0.1).expand([p]))
+        beta = numpyro.sample("beta", dist.Normal(0.0, 0.5).expand([p]))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        alpha = numpyro.sample("alpha", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(alpha + Z @ (g * beta), sigma), obs=y)
+
+    return model
+
+
+def numpyro_mixture(data: np.ndarray, k: int = 3) -> Callable:
+    """``examples/iris_mixture.py``'s model in NumPyro: the ordered first coordinate of the
+    means has PyMC's density (a Normal(0, 2) restricted to the ordered region)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.distributions import constraints
+
+    data = jnp.asarray(data)
+    n, d = data.shape
+
+    def model():
+        w = numpyro.sample("w", dist.Dirichlet(jnp.ones(k)))
+        first = numpyro.sample("mu_first", dist.ImproperUniform(
+            constraints.ordered_vector, (), (k,)))
+        numpyro.factor("mu_first_prior", dist.Normal(0.0, 2.0).log_prob(first).sum())
+        rest = numpyro.sample("mu_rest", dist.Normal(0.0, 2.0).expand([k, d - 1]))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0).expand([k, d]))
+        mu = jnp.concatenate([first[:, None], rest], axis=1)
+        z = numpyro.sample("z", dist.Categorical(probs=w).expand([n]))
+        numpyro.sample("y", dist.Normal(mu[z], sigma[z]).to_event(1), obs=data)
+
+    return model
+
+
+def numpyro_mixed(label: str, sampler_model: Callable, discrete: str, continuous: list[str],
+                  n_values: int, draws: int, warmup: int) -> MixedMeasurement:
+    """DiscreteHMCGibbs on a mixed model, measured like ``harness.measure_mixed``."""
+    samples, seconds, steps = run_discrete_hmc_gibbs(sampler_model, draws, warmup)
+    x = samples[discrete]
+    n_sites = int(np.prod(x.shape[2:]))
+    return mixed_measurement(
+        label, x, {v: samples[v] for v in continuous}, seconds, warmup,
+        accept=float("nan"), scale=float("nan"), nuts_steps=float(steps.mean()),
+        discrete_evals=float(n_sites * (n_values - 1)),
+    )
+
+
+def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int) -> str:
+    W, b, c = train_rbm(binarised_digits(), n_hidden=50)
+    model = rbm_model(W, b, c)
+    start = {"x": np.random.default_rng(0).integers(0, 2, W.shape[0])}
+    runs = [
+        ("ALBP (barker)", lambda m: pmd.ALBP([m["x"]]), draws, 1),
+        ("ALBP (sqrt, compiled loop, 8 steps per draw)",
+         lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=8, compiled_loop=True),
+         draws // 8, 8),
+        ("ALBP (exact)", lambda m: pmd.ALBP([m["x"]], proposal="exact"), draws, 1),
+        ("PAS (gradient)", lambda m: pmd.PAS([m["x"]]), draws, 1),
+        ("ARWM", lambda m: pmd.ARWM([m["x"]]), draws, 1),
+        ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]),
+         gibbs_draws, 1),
+    ]
+    print("  RBM: NumPyro", flush=True)
+    rows = [numpyro_measure(numpyro_rbm(W, b, c), 2, model, numpyro_draws, numpyro_draws)]
+    for label, make_step, n_draws, per_draw in runs:
+        print(f"  RBM: {label}", flush=True)
+        tune = draws // per_draw if per_draw > 1 else n_draws
+        rows.append(measure(model, label, make_step, draws=n_draws, tune=tune, seed=8,
+                            initvals=start))
+    return format_table(rows, baseline="BinaryGibbsMetropolis")
+
+
+def mixed_section(name: str, model: pm.Model, numpyro_model: Callable, discrete: str,
+                  n_values: int, runs: list, baseline: str, numpyro_draws: int,
+                  initvals: dict | None, quick: bool) -> str:
+    """One mixed model's table; ``quick``: only the first and the last (baseline) of
+    ``runs`` and no NumPyro run (``numpyro_draws`` 0 also skips it)."""
+    if quick:
+        runs, numpyro_draws = [runs[0], runs[-1]], 0
+    continuous = CONTINUOUS[name]
+    rows = []
+    if numpyro_draws:
+        print(f"  {name}: NumPyro", flush=True)
+        rows.append(numpyro_mixed("NumPyro DiscreteHMCGibbs", numpyro_model, discrete,
+                                  continuous, n_values, numpyro_draws, numpyro_draws))
+    for label, make_step, n_draws in runs:
+        print(f"  {name}: {label}", flush=True)
+        rows.append(measure_mixed(model, label, make_step, discrete=discrete,
+                                  continuous=continuous, draws=n_draws, tune=n_draws,
+                                  seed=8, initvals=initvals))
+    return format_mixed_table(rows, baseline=baseline)
+
+
+def main(quick: bool = False) -> None:
+    from iris_mixture import mixture_model
+    from spike_and_slab import design, spike_and_slab_model
+
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python benchmarks/run_models.py" + (" --quick" if quick else "")
+    draws = 400 if quick else 5000
+    gibbs_draws = 40 if quick else 500
+    mixed_draws = 100 if quick else 1000
+    gibbs_mixed = 50 if quick else 500
+    numpyro_draws = 50 if quick else 1000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        rbm = rbm_section(draws, gibbs_draws, numpyro_draws)
+        Z, y, _ = design()
+        spike = mixed_section(
+            "spike", spike_and_slab_model(Z, y), numpyro_spike_and_slab(Z, y), "g", 2, [
+                ("ALBP (exact) + NUTS",
+                 lambda m: pmd.ALBP([m["g"]], proposal="exact"), mixed_draws),
+                ("ALBP (exact, 8 steps per draw) + NUTS",
+                 lambda m: pmd.ALBP([m["g"]], proposal="exact", steps_per_draw=8),
+                 mixed_draws),
+                ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m["g"]]), mixed_draws),
+                ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m["g"]]), mixed_draws),
+                ("ARWM + NUTS", lambda m: pmd.ARWM([m["g"]]), mixed_draws),
+                ("BinaryGibbsMetropolis + NUTS",
+                 lambda m: pm.BinaryGibbsMetropolis([m["g"]]), gibbs_mixed),
+            ], "BinaryGibbsMetropolis + NUTS", mixed_draws, None, quick)
+        data, _ = iris_data()
+        labels0 = {"z": np.random.default_rng(0).integers(0, 3, data.shape[0])}
+        mixture = mixed_section(
+            "mixture", mixture_model(data), numpyro_mixture(data), "z", 3, [
+                ("ALBP (exact) + NUTS",
+                 lambda m: pmd.ALBP([m["z"]], proposal="exact"), mixed_draws),
+                ("ALBP (exact, 8 steps per draw) + NUTS",
+                 lambda m: pmd.ALBP([m["z"]], proposal="exact", steps_per_draw=8),
+                 mixed_draws),
+                ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m["z"]]), mixed_draws),
+                ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m["z"]]), mixed_draws),
+                ("ARWM + NUTS", lambda m: pmd.ARWM([m["z"]]), mixed_draws),
+                ("CategoricalGibbsMetropolis + NUTS",
+                 lambda m: pm.CategoricalGibbsMetropolis([m["z"]]), gibbs_mixed),
+            ], "CategoricalGibbsMetropolis + NUTS", mixed_draws, labels0, quick)
+    import jax
+    import numpyro
+
+    write_section("models", f"""## RBM, spike-and-slab and mixture: against PyMC's defaults and NumPyro
+
+Produced by `{command}` on {stamp}.
+Machine: {machine_description()}; NumPyro {numpyro.__version__}, JAX {jax.__version__} (CPU).
+
+NumPyro's `DiscreteHMCGibbs` runs 2 chains sequentially, timed on a second run (the first
+compiles), warm-up included in the time as PyMC's tuning is; an iteration is a random-scan
+Gibbs sweep of the discrete sites (N (K - 1) log density evaluations) and one NUTS step.
+
+### RBM over binarised scikit-learn digits (64 visible, 50 hidden, CD-1)
+
+`log p(v) = b . v + sum_j softplus(c_j + (v W)_j)`: every hidden unit couples all 64
+visible units; gradient ratios are first-order. ALBP, PAS and ARWM: {draws} M-H steps
+after {draws} tuning steps (the compiled loop: {draws // 8} draws of 8 steps);
+BinaryGibbsMetropolis: {gibbs_draws} sweeps after {gibbs_draws}; NumPyro: {numpyro_draws}
+iterations after as many; 2 chains, random start. NumPyro's model adds a standard normal
+`z` (its kernel needs a continuous site); its log density does not enter the ESS.
+
+{rbm}
+
+### Spike-and-slab regression (diabetes: 55 indicators, coefficients, intercept, scale)
+
+`examples/spike_and_slab.py`: the 10 standardised predictors and their 45 pairwise
+interactions, inclusion indicators `g ~ Bernoulli(0.1)`, `beta ~ N(0, 0.5)`; the Gaussian
+likelihood is quadratic in `g`, so gradient ratios are first-order. Each row: the discrete
+step for `g`, PyMC's NUTS for `beta`, `sigma`, `alpha` ({mixed_draws} draws after
+{mixed_draws} tuning; Gibbs: {gibbs_mixed} after {gibbs_mixed}), from PyMC's initial point
+(no predictor included). "min ESS" is the smallest bulk ESS over every element of `beta`,
+`sigma`, `alpha`; evaluations per draw are NUTS's leapfrog steps plus the discrete step's
+log density evaluations ("-": exact ratios evaluated in batches of the model's terms).
+"8 steps per draw": 8 M-H steps of the indicators per NUTS step.
+
+{spike}
+
+### Iris Gaussian mixture (150 labels, K = 3)
+
+`examples/iris_mixture.py`: standardised iris measurements, ordered means on the first
+coordinate, HalfNormal scales, Dirichlet weights; labels `z` by the discrete step, the rest
+by NUTS ({mixed_draws} draws after {mixed_draws} tuning; Gibbs: {gibbs_mixed} after
+{gibbs_mixed}); PyMC runs start from the same random labels, NumPyro from its default
+initialisation. "min ESS" is over every element of `w`, `mu_first`, `mu_rest`, `sigma`
+(label switching is blocked by the ordering, so these are identified).
+
+{mixture}
+{QUICK_NOTE if quick else ""}""")
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)
