@@ -53,12 +53,18 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
 _SITES_PER_BUCKET = 4
 
 
+#: fewer draws than this search by bisection (no guide table)
+_GUIDED_FROM = 96
+
+
 @numba.njit(cache=True)
 def _build_guide(cumulative: np.ndarray, total: float, guide: np.ndarray) -> None:
     """Fill the guide table of an inverse-CDF lookup: ``guide[k]`` is the first index whose
     cumulative sum exceeds ``k * total / m`` (m buckets). A value in bucket k then starts its
     search there instead of bisecting the whole array (Chen and Asau's guide table)."""
     m = guide.size
+    if m == 0:
+        return
     n = cumulative.size
     step = total / m
     i = 0
@@ -74,9 +80,19 @@ def _first_above(cumulative: np.ndarray, guide: np.ndarray, total: float, value:
     """The first index whose cumulative sum exceeds ``value``: ``np.searchsorted(cumulative,
     value, side="right")`` exactly, for any start the guide table gives (the search walks
     back over sums above ``value`` and forward over sums at or below it), in O(1)
-    expected steps instead of a bisection's log2(N) dependent loads."""
+    expected steps instead of a bisection's log2(N) dependent loads; an empty ``guide``
+    means bisection."""
     n = cumulative.size
     m = guide.size
+    if m == 0:  # no guide table: bisection
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cumulative[mid] <= value:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
     k = int(value / total * m)
     if k >= m:
         k = m - 1
@@ -105,7 +121,8 @@ def sample_ordered_core(weights: np.ndarray, r: int) -> np.ndarray:
             n_positive += 1
     if n_positive < r:
         return np.empty(0, np.int64)
-    guide = np.empty(max(1, n // _SITES_PER_BUCKET), np.int64)
+    # the table costs O(N) to build: it pays for itself only over many draws
+    guide = np.empty(max(1, n // _SITES_PER_BUCKET) if r >= _GUIDED_FROM else 0, np.int64)
     _build_guide(cumulative, total, guide)
     picks = np.empty(r, np.int64)
     drawn = np.zeros(n, np.bool_)
