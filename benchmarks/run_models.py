@@ -56,8 +56,8 @@ CONTINUOUS = {"spike": ["beta", "sigma", "alpha"],
 
 
 QUICK_NOTE = """
-Quick run (`--quick`): the mixed models' tables have only ALBP (exact) and PyMC's
-default step, without NumPyro; `python benchmarks/run_models.py` runs them all.
+Quick run (`--quick`): no NumPyro rows, no compiled-loop row, and the mixed models'
+tables have only ALBP (exact) and PyMC's default step; `python benchmarks/run_models.py` runs them all.
 """
 
 
@@ -144,7 +144,9 @@ def numpyro_mixed(label: str, sampler_model: Callable, discrete: str, continuous
     )
 
 
-def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int) -> str:
+def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int, quick: bool) -> str:
+    """The RBM table; ``quick``: without the compiled loop (its numba compilation, about
+    15 s here, would dominate; run_core --quick has it) and NumPyro."""
     W, b, c = train_rbm(binarised_digits(), n_hidden=50)
     model = rbm_model(W, b, c)
     start = {"x": np.random.default_rng(0).integers(0, 2, W.shape[0])}
@@ -159,8 +161,13 @@ def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int) -> str:
         ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]),
          gibbs_draws, 1),
     ]
-    print("  RBM: NumPyro", flush=True)
-    rows = [numpyro_measure(numpyro_rbm(W, b, c), 2, model, numpyro_draws, numpyro_draws)]
+    if quick:
+        runs = [run for run in runs if "compiled" not in run[0]]
+    rows = []
+    if numpyro_draws:
+        print("  RBM: NumPyro", flush=True)
+        rows.append(numpyro_measure(numpyro_rbm(W, b, c), 2, model, numpyro_draws,
+                                    numpyro_draws))
     for label, make_step, n_draws, per_draw in runs:
         print(f"  RBM: {label}", flush=True)
         tune = draws // per_draw if per_draw > 1 else n_draws
@@ -200,10 +207,10 @@ def main(quick: bool = False) -> None:
     gibbs_draws = 40 if quick else 500
     mixed_draws = 100 if quick else 1000
     gibbs_mixed = 50 if quick else 500
-    numpyro_draws = 50 if quick else 1000
+    numpyro_draws = 0 if quick else 1000  # quick: no NumPyro (run_numpyro --quick has it)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        rbm = rbm_section(draws, gibbs_draws, numpyro_draws)
+        rbm = rbm_section(draws, gibbs_draws, numpyro_draws, quick)
         Z, y, _ = design()
         spike = mixed_section(
             "spike", spike_and_slab_model(Z, y), numpyro_spike_and_slab(Z, y), "g", 2, [
@@ -251,7 +258,7 @@ Gibbs sweep of the discrete sites (N (K - 1) log density evaluations) and one NU
 visible units; gradient ratios are first-order. ALBP, PAS and ARWM: {draws} M-H steps
 after {draws} tuning steps (the compiled loop: {draws // 8} draws of 8 steps);
 BinaryGibbsMetropolis: {gibbs_draws} sweeps after {gibbs_draws}; NumPyro: {numpyro_draws}
-iterations after as many; 2 chains, random start. NumPyro's model adds a standard normal
+iterations after as many (none in a quick run); 2 chains, random start. NumPyro's model adds a standard normal
 `z` (its kernel needs a continuous site); its log density does not enter the ESS.
 
 {rbm}

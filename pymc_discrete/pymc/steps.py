@@ -458,7 +458,9 @@ class ALBP(_InformedStep):
         the Python work between evaluations (several times the evaluation's own cost on
         models of a few thousand sites), at the price of a numba compilation of the
         model when the step is built and of the loop in each process that samples
-        (seconds, cached by PyTensor across runs). Best with ``steps_per_draw > 1``.
+        (6-18 s together on the benchmark models; the loop is specialised on the model's
+        function, so numba cannot cache it on disk). Best with ``steps_per_draw > 1``
+        and long runs.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
