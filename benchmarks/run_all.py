@@ -46,7 +46,8 @@ def main(argv: list[str]) -> None:
     began = time.perf_counter()
     if jobs > 1:
         os.environ[CONCURRENT_JOBS] = str(jobs)
-        with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=1) as pool:
+        # workers are reused: each imports PyMC and loads the compiled kernels once
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             durations = pool.starmap(run_script, [(n, quick) for n in names], chunksize=1)
     else:
         durations = [run_script(name, quick) for name in names]
