@@ -308,47 +308,64 @@ def measure_mixed(
     )
 
 
+def _markdown_table(rows: list, columns: list, ratios: list, baseline: str | None) -> str:
+    """Rows as a markdown table: ``columns`` of (header, row -> cell text), then, when a
+    row is named ``baseline``, ``ratios`` of (header, attribute): the row's value over the
+    baseline's."""
+    base = next((r for r in rows if r.sampler == baseline), None)
+    head = "| " + " | ".join(header for header, _ in columns) + " |"
+    if base is not None:
+        head += "".join(f" {header} vs {baseline} |" for header, _ in ratios)
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        line = "| " + " | ".join(cell(r) for _, cell in columns) + " |"
+        if base is not None:
+            line += "".join(f" {getattr(r, name) / getattr(base, name):.1f}x |"
+                            for _, name in ratios)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+#: the columns every table starts with
+_COMMON_COLUMNS = [
+    ("sampler", lambda r: r.sampler),
+    ("draws", lambda r: f"{r.draws}"),
+    ("seconds", lambda r: f"{r.seconds:.1f}"),
+    ("ms/draw", lambda r: f"{r.time_per_draw_ms:.3f}"),
+]
+
+
 def format_mixed_table(rows: list[MixedMeasurement], baseline: str | None = None) -> str:
     """A markdown table of mixed-model measurements, with ESS/s ratios against
     ``baseline``."""
-    base = next((r for r in rows if r.sampler == baseline), None)
-    head = ("| sampler | draws | seconds | ms/draw | discrete EJD | accept | R | "
-            "min ESS (continuous) | min ESS/s | median site ESS/s (discrete) | "
-            "NUTS steps per draw | discrete evals per draw | min ESS per 1k evals |")
-    if base is not None:
-        head += f" min ESS/s vs {baseline} | site ESS/s vs {baseline} |"
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        line = (f"| {r.sampler} | {r.draws} | {r.seconds:.1f} | {r.time_per_draw_ms:.3f} | "
-                f"{r.ejd:.2f} | {r.accept:.3f} | {r.scale:.1f} | {r.ess_min:.0f} | "
-                f"{r.ess_min_per_s:.1f} | {r.ess_site_per_s:.1f} | "
-                f"{r.nuts_steps_per_draw:.1f} | {_number(r.discrete_evals_per_draw)} | "
-                f"{_number(r.ess_min_per_1k_evals)} |")
-        if base is not None:
-            line += (f" {r.ess_min_per_s / base.ess_min_per_s:.1f}x | "
-                     f"{r.ess_site_per_s / base.ess_site_per_s:.1f}x |")
-        lines.append(line)
-    return "\n".join(lines)
+    columns = _COMMON_COLUMNS + [
+        ("discrete EJD", lambda r: f"{r.ejd:.2f}"),
+        ("accept", lambda r: f"{r.accept:.3f}"),
+        ("R", lambda r: f"{r.scale:.1f}"),
+        ("min ESS (continuous)", lambda r: f"{r.ess_min:.0f}"),
+        ("min ESS/s", lambda r: f"{r.ess_min_per_s:.1f}"),
+        ("median site ESS/s (discrete)", lambda r: f"{r.ess_site_per_s:.1f}"),
+        ("NUTS steps per draw", lambda r: f"{r.nuts_steps_per_draw:.1f}"),
+        ("discrete evals per draw", lambda r: _number(r.discrete_evals_per_draw)),
+        ("min ESS per 1k evals", lambda r: _number(r.ess_min_per_1k_evals)),
+    ]
+    ratios = [("min ESS/s", "ess_min_per_s"), ("site ESS/s", "ess_site_per_s")]
+    return _markdown_table(rows, columns, ratios, baseline)
 
 
 def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
     """A markdown table of measurements, with ESS/s ratios against ``baseline``."""
-    base = next((r for r in rows if r.sampler == baseline), None)
-    head = ("| sampler | draws | seconds | ms/draw | EJD | accept | R | ESS logp | "
-            "ESS/s logp | median site ESS/s | ESS logp per 1k evals |")
-    if base is not None:
-        head += f" ESS/s logp vs {baseline} | site ESS/s vs {baseline} |"
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        line = (f"| {r.sampler} | {r.draws} | {r.seconds:.1f} | {r.time_per_draw_ms:.3f} | "
-                f"{r.ejd:.2f} | {r.accept:.3f} | {r.scale:.1f} | {r.ess_logp:.0f} | "
-                f"{r.ess_logp_per_s:.1f} | {r.ess_site_per_s:.1f} | "
-                f"{_number(r.ess_logp_per_1k_evals)} |")
-        if base is not None:
-            line += (f" {r.ess_logp_per_s / base.ess_logp_per_s:.1f}x | "
-                     f"{r.ess_site_per_s / base.ess_site_per_s:.1f}x |")
-        lines.append(line)
-    return "\n".join(lines)
+    columns = _COMMON_COLUMNS + [
+        ("EJD", lambda r: f"{r.ejd:.2f}"),
+        ("accept", lambda r: f"{r.accept:.3f}"),
+        ("R", lambda r: f"{r.scale:.1f}"),
+        ("ESS logp", lambda r: f"{r.ess_logp:.0f}"),
+        ("ESS/s logp", lambda r: f"{r.ess_logp_per_s:.1f}"),
+        ("median site ESS/s", lambda r: f"{r.ess_site_per_s:.1f}"),
+        ("ESS logp per 1k evals", lambda r: _number(r.ess_logp_per_1k_evals)),
+    ]
+    ratios = [("ESS/s logp", "ess_logp_per_s"), ("site ESS/s", "ess_site_per_s")]
+    return _markdown_table(rows, columns, ratios, baseline)
 
 
 def _number(value: float) -> str:

@@ -197,6 +197,20 @@ def mixed_section(name: str, model: pm.Model, numpyro_model: Callable, discrete:
     return format_mixed_table(rows, baseline=baseline)
 
 
+def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int) -> list:
+    """(label, step factory, draws) for the discrete variable ``var`` of a mixed model:
+    ours, then PyMC's default Gibbs step ``gibbs`` (the baseline, last)."""
+    return [
+        ("ALBP (exact) + NUTS", lambda m: pmd.ALBP([m[var]], proposal="exact"), draws),
+        ("ALBP (exact, 8 steps per draw) + NUTS",
+         lambda m: pmd.ALBP([m[var]], proposal="exact", steps_per_draw=8), draws),
+        ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m[var]]), draws),
+        ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m[var]]), draws),
+        ("ARWM + NUTS", lambda m: pmd.ARWM([m[var]]), draws),
+        (f"{gibbs.__name__} + NUTS", lambda m: gibbs([m[var]]), gibbs_draws),
+    ]
+
+
 def main(quick: bool = False) -> None:
     from iris_mixture import mixture_model
     from spike_and_slab import design, spike_and_slab_model
@@ -213,33 +227,15 @@ def main(quick: bool = False) -> None:
         rbm = rbm_section(draws, gibbs_draws, numpyro_draws, quick)
         Z, y, _ = design()
         spike = mixed_section(
-            "spike", spike_and_slab_model(Z, y), numpyro_spike_and_slab(Z, y), "g", 2, [
-                ("ALBP (exact) + NUTS",
-                 lambda m: pmd.ALBP([m["g"]], proposal="exact"), mixed_draws),
-                ("ALBP (exact, 8 steps per draw) + NUTS",
-                 lambda m: pmd.ALBP([m["g"]], proposal="exact", steps_per_draw=8),
-                 mixed_draws),
-                ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m["g"]]), mixed_draws),
-                ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m["g"]]), mixed_draws),
-                ("ARWM + NUTS", lambda m: pmd.ARWM([m["g"]]), mixed_draws),
-                ("BinaryGibbsMetropolis + NUTS",
-                 lambda m: pm.BinaryGibbsMetropolis([m["g"]]), gibbs_mixed),
-            ], "BinaryGibbsMetropolis + NUTS", mixed_draws, None, quick)
+            "spike", spike_and_slab_model(Z, y), numpyro_spike_and_slab(Z, y), "g", 2,
+            mixed_runs("g", pm.BinaryGibbsMetropolis, mixed_draws, gibbs_mixed),
+            "BinaryGibbsMetropolis + NUTS", mixed_draws, None, quick)
         data, _ = iris_data()
         labels0 = {"z": np.random.default_rng(0).integers(0, 3, data.shape[0])}
         mixture = mixed_section(
-            "mixture", mixture_model(data), numpyro_mixture(data), "z", 3, [
-                ("ALBP (exact) + NUTS",
-                 lambda m: pmd.ALBP([m["z"]], proposal="exact"), mixed_draws),
-                ("ALBP (exact, 8 steps per draw) + NUTS",
-                 lambda m: pmd.ALBP([m["z"]], proposal="exact", steps_per_draw=8),
-                 mixed_draws),
-                ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m["z"]]), mixed_draws),
-                ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m["z"]]), mixed_draws),
-                ("ARWM + NUTS", lambda m: pmd.ARWM([m["z"]]), mixed_draws),
-                ("CategoricalGibbsMetropolis + NUTS",
-                 lambda m: pm.CategoricalGibbsMetropolis([m["z"]]), gibbs_mixed),
-            ], "CategoricalGibbsMetropolis + NUTS", mixed_draws, labels0, quick)
+            "mixture", mixture_model(data), numpyro_mixture(data), "z", 3,
+            mixed_runs("z", pm.CategoricalGibbsMetropolis, mixed_draws, gibbs_mixed),
+            "CategoricalGibbsMetropolis + NUTS", mixed_draws, labels0, quick)
     import jax
     import numpyro
 
