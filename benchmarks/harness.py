@@ -123,6 +123,35 @@ def median_site_ess(flat: np.ndarray) -> float:
     return float(np.median(np.asarray(az.ess(flat[..., sites], method="bulk"))))
 
 
+def split_time(seconds: float, chains: int, draws: int, tune: int) -> tuple[float, float]:
+    """Seconds per iteration (tuning included) and the share of ``seconds`` spent on the
+    post-tuning draws of every chain."""
+    per_draw = seconds / (chains * (draws + tune))
+    return per_draw, per_draw * chains * draws
+
+
+def _timed_sample(model: pm.Model, make_step: Callable, draws: int, tune: int, chains: int,
+                  seed: int, initvals: dict | None, warmup: int | None):
+    """Build the step, run a discarded one-chain warm-up (default: a tenth of ``draws``,
+    between 5 and 100), then the timed run with ``cores=1``. Returns the step, the
+    InferenceData, PyMC's sampling seconds and the wall times (build, warm-up, run)."""
+    if warmup is None:
+        warmup = min(100, max(5, draws // 10))
+    common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
+                  initvals=initvals)
+    began = time.perf_counter()
+    with model:
+        step = make_step(model)
+        built = time.perf_counter()
+        pm.sample(step=step, draws=warmup, tune=warmup, chains=1, random_seed=seed, **common)
+        start = time.perf_counter()
+        idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
+                          random_seed=seed, **common)
+        wall = time.perf_counter() - start
+    seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
+    return step, idata, seconds, (built - began, start - built, wall)
+
+
 def measure(
     model: pm.Model,
     label: str,
@@ -159,23 +188,11 @@ def measure(
     -------
     Measurement
     """
-    if warmup is None:
-        warmup = min(100, max(5, draws // 10))
-    common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
-                  initvals=initvals)
-    began = time.perf_counter()
-    with model:
-        step = make_step(model)
-        built = time.perf_counter()
-        pm.sample(step=step, draws=warmup, tune=warmup, chains=1, random_seed=seed, **common)
-        start = time.perf_counter()
-        idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
-                          random_seed=seed, **common)
-        wall = time.perf_counter() - start
-    seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
-    iterations = chains * (draws + tune)
-    per_draw = seconds / iterations
-    sampling_seconds = per_draw * chains * draws
+    step, idata, seconds, times = _timed_sample(model, make_step, draws, tune, chains, seed,
+                                                initvals, warmup)
+    built, warmed, wall = times
+    finished = time.perf_counter()
+    per_draw, sampling_seconds = split_time(seconds, chains, draws, tune)
     x = idata.posterior[var].values  # (chain, draw, *shape)
     flat = x.reshape(chains, draws, -1).astype(float)
     ejd = float(np.abs(np.diff(flat, axis=1)).sum(axis=-1).mean())
@@ -185,8 +202,8 @@ def measure(
     stats = idata.sample_stats
     accept = float(stats["accept"].mean()) if "accept" in stats else float("nan")
     evals = evaluations_per_draw(step, idata, flat.shape[-1])
-    print(f"    {label}: built in {built - began:.1f} s, warm-up {start - built:.1f} s, "
-          f"sampled in {wall:.1f} s, measured in {time.perf_counter() - start - wall:.1f} s",
+    print(f"    {label}: built in {built:.1f} s, warm-up {warmed:.1f} s, "
+          f"sampled in {wall:.1f} s, measured in {time.perf_counter() - finished:.1f} s",
           flush=True)
     scale = float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats else float("nan")
     return Measurement(
@@ -243,8 +260,7 @@ def mixed_measurement(label: str, discrete: np.ndarray, continuous: dict[str, np
     ``continuous`` arrays (chain, draw, *shape); ``seconds`` covers ``tune`` tuning
     iterations and the draws of every chain."""
     chains, draws = discrete.shape[:2]
-    per_draw = seconds / (chains * (draws + tune))
-    sampling_seconds = per_draw * chains * draws
+    per_draw, sampling_seconds = split_time(seconds, chains, draws, tune)
     flat = discrete.reshape(chains, draws, -1).astype(float)
     ess_min = smallest_ess(continuous)
     ess_site = median_site_ess(flat)
@@ -281,19 +297,8 @@ def measure_mixed(
     (``n_steps``) plus the discrete step's (:func:`evaluations_per_draw`). A discarded
     one-chain run of ``warmup`` tuning and draws comes first, as in :func:`measure`.
     """
-    if warmup is None:
-        warmup = min(100, max(5, draws // 10))
-    common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
-                  initvals=initvals)
-    with model:
-        step = make_step(model)
-        pm.sample(step=[step], draws=warmup, tune=warmup, chains=1, random_seed=seed,
-                  **common)
-        start = time.perf_counter()
-        idata = pm.sample(step=[step], draws=draws, tune=tune, chains=chains,
-                          random_seed=seed, **common)
-        wall = time.perf_counter() - start
-    seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
+    step, idata, seconds, (_, _, wall) = _timed_sample(model, make_step, draws, tune, chains,
+                                                       seed, initvals, warmup)
     stats = idata.sample_stats
     x = idata.posterior[discrete].values
     n_sites = int(np.prod(x.shape[2:]))
@@ -335,13 +340,19 @@ _COMMON_COLUMNS = [
 ]
 
 
+def _step_columns(ejd_header: str) -> list:
+    """The common columns, then the moves: jump distance, acceptance and scale R."""
+    return _COMMON_COLUMNS + [
+        (ejd_header, lambda r: f"{r.ejd:.2f}"),
+        ("accept", lambda r: f"{r.accept:.3f}"),
+        ("R", lambda r: f"{r.scale:.1f}"),
+    ]
+
+
 def format_mixed_table(rows: list[MixedMeasurement], baseline: str | None = None) -> str:
     """A markdown table of mixed-model measurements, with ESS/s ratios against
     ``baseline``."""
-    columns = _COMMON_COLUMNS + [
-        ("discrete EJD", lambda r: f"{r.ejd:.2f}"),
-        ("accept", lambda r: f"{r.accept:.3f}"),
-        ("R", lambda r: f"{r.scale:.1f}"),
+    columns = _step_columns("discrete EJD") + [
         ("min ESS (continuous)", lambda r: f"{r.ess_min:.0f}"),
         ("min ESS/s", lambda r: f"{r.ess_min_per_s:.1f}"),
         ("median site ESS/s (discrete)", lambda r: f"{r.ess_site_per_s:.1f}"),
@@ -355,10 +366,7 @@ def format_mixed_table(rows: list[MixedMeasurement], baseline: str | None = None
 
 def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
     """A markdown table of measurements, with ESS/s ratios against ``baseline``."""
-    columns = _COMMON_COLUMNS + [
-        ("EJD", lambda r: f"{r.ejd:.2f}"),
-        ("accept", lambda r: f"{r.accept:.3f}"),
-        ("R", lambda r: f"{r.scale:.1f}"),
+    columns = _step_columns("EJD") + [
         ("ESS logp", lambda r: f"{r.ess_logp:.0f}"),
         ("ESS/s logp", lambda r: f"{r.ess_logp_per_s:.1f}"),
         ("median site ESS/s", lambda r: f"{r.ess_site_per_s:.1f}"),

@@ -40,6 +40,7 @@ from benchmarks.harness import (  # noqa: E402
     machine_description,
     measure,
     median_site_ess,
+    split_time,
     write_section,
 )
 from pymc_discrete.pymc.models import (  # noqa: E402
@@ -143,8 +144,7 @@ def numpyro_measure(sampler_model: Callable, n_values: int, model: pm.Model, dra
     logp = _logp_trace(model, x, model.rvs_to_values[model["x"]].name)
     flat = x.reshape(chains, draws, -1).astype(float)
     n_sites = flat.shape[-1]
-    per_draw = seconds / (chains * (draws + warmup))
-    sampling_seconds = per_draw * chains * draws
+    per_draw, sampling_seconds = split_time(seconds, chains, draws, warmup)
     ess_logp = float(az.ess(logp, method="bulk"))
     ess_site = median_site_ess(flat)
     return Measurement(

@@ -85,14 +85,7 @@ def _first_above(cumulative: np.ndarray, guide: np.ndarray, total: float, value:
     n = cumulative.size
     m = guide.size
     if m == 0:  # no guide table: bisection
-        lo, hi = 0, n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if cumulative[mid] <= value:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return np.searchsorted(cumulative, value, side="right")
     k = int(value / total * m)
     if k >= m:
         k = m - 1
