@@ -123,6 +123,12 @@ def median_site_ess(flat: np.ndarray) -> float:
     return float(np.median(np.asarray(az.ess(flat[..., sites], method="bulk"))))
 
 
+def jump_distance(flat: np.ndarray) -> float:
+    """Mean number of sites that change between consecutive draws, ``flat`` of shape
+    (chain, draw, site) (a categorical site changing from 0 to 3 counts once)."""
+    return float((np.diff(flat, axis=1) != 0).sum(axis=-1).mean())
+
+
 def split_time(seconds: float, chains: int, draws: int, tune: int) -> tuple[float, float]:
     """Seconds per iteration (tuning included) and the share of ``seconds`` spent on the
     post-tuning draws of every chain."""
@@ -195,7 +201,7 @@ def measure(
     per_draw, sampling_seconds = split_time(seconds, chains, draws, tune)
     x = idata.posterior[var].values  # (chain, draw, *shape)
     flat = x.reshape(chains, draws, -1).astype(float)
-    ejd = float(np.abs(np.diff(flat, axis=1)).sum(axis=-1).mean())
+    ejd = jump_distance(flat)
     logp = _logp_trace(model, x, model.rvs_to_values[model[var]].name)
     ess_logp = float(az.ess(logp, method="bulk"))
     ess_site = median_site_ess(flat)
@@ -267,7 +273,7 @@ def mixed_measurement(label: str, discrete: np.ndarray, continuous: dict[str, np
     return MixedMeasurement(
         sampler=label, draws=chains * draws, seconds=seconds,
         time_per_draw_ms=1e3 * per_draw,
-        ejd=float((np.diff(flat, axis=1) != 0).sum(axis=-1).mean()),
+        ejd=jump_distance(flat),
         accept=accept, scale=scale, ess_min=ess_min, ess_site_median=ess_site,
         ess_min_per_s=ess_min / sampling_seconds, ess_site_per_s=ess_site / sampling_seconds,
         nuts_steps_per_draw=nuts_steps, discrete_evals_per_draw=discrete_evals,

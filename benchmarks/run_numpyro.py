@@ -36,6 +36,7 @@ import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     Measurement,
     _logp_trace,
+    jump_distance,
     format_table,
     machine_description,
     measure,
@@ -150,7 +151,7 @@ def numpyro_measure(sampler_model: Callable, n_values: int, model: pm.Model, dra
     return Measurement(
         sampler="NumPyro DiscreteHMCGibbs", draws=chains * draws, seconds=seconds,
         time_per_draw_ms=1e3 * per_draw,
-        ejd=float((np.diff(flat, axis=1) != 0).sum(axis=-1).mean()),
+        ejd=jump_distance(flat),
         ess_logp=ess_logp, ess_site_median=ess_site,
         ess_logp_per_s=ess_logp / sampling_seconds, ess_site_per_s=ess_site / sampling_seconds,
         accept=float("nan"), scale=float("nan"),

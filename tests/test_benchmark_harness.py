@@ -60,3 +60,12 @@ def test_mixed_measurement_counts_changes_times_and_evaluations():
     table = format_mixed_table([row, base], baseline="base").splitlines()
     assert table[2].endswith("| 2.0x | 2.0x |")  # half the time, same ESS
     assert "| - | - |" in table[3]  # unknown evaluations: no ESS per evaluation
+
+
+def test_jump_distance_counts_changed_sites_not_value_differences():
+    import numpy as np
+
+    from benchmarks.harness import jump_distance
+
+    flat = np.array([[[0, 0], [3, 0], [3, 2]]], dtype=float)  # 1 chain, 3 draws, 2 sites
+    assert jump_distance(flat) == 1.0  # one site changes at each step, by 3 then by 2
