@@ -228,3 +228,46 @@ def step_result(current, proposed, accepted: bool, accept_prob: float, n_propose
     if accepted:
         return proposed, StepInfo(accept_prob, True, n_proposed, n_proposed)
     return current, StepInfo(accept_prob, False, n_proposed, 0)
+
+
+@numba.njit(cache=True)
+def sum_unmasked(values: np.ndarray, mask: np.ndarray) -> float:
+    """Sum of ``values[i]`` over the ``i`` where ``mask[i]`` is False (all of them when
+    ``mask`` is empty), with four running sums and no branch on the mask.
+
+    A single running sum is one chain of dependent additions (about four cycles each);
+    four interleaved ones run about four times faster. The rounding differs from
+    ``np.sum`` only in the order of the additions.
+
+    Parameters
+    ----------
+    values : ndarray of float64, shape (N,)
+        Finite values.
+    mask : ndarray of bool, shape (N,) or (0,)
+        Entries to leave out.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sum_unmasked(np.arange(5.0), np.array([False, True, False, False, True]))
+    5.0
+    >>> sum_unmasked(np.arange(5.0), np.zeros(0, np.bool_))
+    10.0
+    """
+    n = values.size
+    if mask.size == 0:
+        mask = np.zeros(n, np.bool_)
+    s0 = s1 = s2 = s3 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        s0 += 0.0 if mask[i] else values[i]
+        s1 += 0.0 if mask[i + 1] else values[i + 1]
+        s2 += 0.0 if mask[i + 2] else values[i + 2]
+        s3 += 0.0 if mask[i + 3] else values[i + 3]
+    for i in range(m, n):
+        s0 += 0.0 if mask[i] else values[i]
+    return (s0 + s1) + (s2 + s3)

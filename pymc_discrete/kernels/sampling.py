@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from pymc_discrete.kernels.common import kernel_seed, seed_numba
+from pymc_discrete.kernels.common import kernel_seed, seed_numba, sum_unmasked
 
 __all__ = ["sample_ordered", "sample_ordered_core", "ordered_picks_logprob"]
 
@@ -14,14 +14,14 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
     """Draw ``r`` distinct sites in order, each with probability proportional to its weight
     among the sites not yet drawn (ordered sampling without replacement, Plackett-Luce).
 
-    Each draw inverts the cumulative weights of all sites (a search started from a guide
-    table of N / 4 buckets: O(1) expected steps) and is redrawn if it lands on a site
-    already drawn: exactly a draw from the remaining sites. When the drawn sites hold
+    Each draw inverts the cumulative weights of all sites and is redrawn if it lands on a
+    site already drawn: exactly a draw from the remaining sites. When the drawn sites hold
     more than half the weight the cumulative sums are rebuilt over the remaining sites, so
-    a draw never needs more than two tries on average. A uniform value falls in each
-    bucket with probability 1 / (N / 4) and its search passes at most the sites of its
-    bucket, so a lookup takes about 5 steps on average whatever the weights: expected
-    cost O(N + r), with r + (retries) uniforms from ``rng``.
+    a draw never needs more than two tries on average. The uniforms are drawn
+    :data:`_BATCH` at a time and their bisections run side by side (independent chains of
+    loads that the processor overlaps, instead of one chain of log2(N) dependent loads per
+    draw); they are used in order, so the picks are those of one draw at a time. Expected
+    cost O(N + r log N); up to ``_BATCH - 1`` more uniforms are drawn than used.
 
     Parameters
     ----------
@@ -49,54 +49,32 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
     return sample_ordered_core(weights, r)
 
 
-#: cumulative sums per bucket of the guide table (see :func:`_build_guide`)
-_SITES_PER_BUCKET = 4
-
-
-#: fewer draws than this search by bisection (no guide table)
-_GUIDED_FROM = 96
+#: uniforms drawn, and searched for, together
+_BATCH = 8
 
 
 @numba.njit(cache=True)
-def _build_guide(cumulative: np.ndarray, total: float, guide: np.ndarray) -> None:
-    """Fill the guide table of an inverse-CDF lookup: ``guide[k]`` is the first index whose
-    cumulative sum exceeds ``k * total / m`` (m buckets). A value in bucket k then starts its
-    search there instead of bisecting the whole array (Chen and Asau's guide table)."""
-    m = guide.size
-    if m == 0:
-        return
+def _locate(cumulative: np.ndarray, uniforms: np.ndarray, total: float, start: int,
+            sites: np.ndarray) -> None:
+    """``sites[k] = np.searchsorted(cumulative, uniforms[k] * total, side="right")`` for
+    ``k >= start``, exactly: branch-free bisections of equal depth, one per uniform, run
+    in lockstep so that their loads overlap."""
     n = cumulative.size
-    step = total / m
-    i = 0
-    for k in range(m):
-        threshold = k * step
-        while i < n and cumulative[i] <= threshold:
-            i += 1
-        guide[k] = i
-
-
-@numba.njit(cache=True)
-def _first_above(cumulative: np.ndarray, guide: np.ndarray, total: float, value: float) -> int:
-    """The first index whose cumulative sum exceeds ``value``: ``np.searchsorted(cumulative,
-    value, side="right")`` exactly, for any start the guide table gives (the search walks
-    back over sums above ``value`` and forward over sums at or below it), in O(1)
-    expected steps instead of a bisection's log2(N) dependent loads; an empty ``guide``
-    means bisection."""
-    n = cumulative.size
-    m = guide.size
-    if m == 0:  # no guide table: bisection
-        return np.searchsorted(cumulative, value, side="right")
-    k = int(value / total * m)
-    if k >= m:
-        k = m - 1
-    if k < 0:
-        k = 0
-    i = guide[k]
-    while i > 0 and cumulative[i - 1] > value:  # the bucket's rounding put us too far
-        i -= 1
-    while i < n and cumulative[i] <= value:
-        i += 1
-    return i
+    m = uniforms.size
+    base = np.zeros(m, np.int64)
+    values = np.empty(m)
+    for k in range(start, m):
+        values[k] = uniforms[k] * total
+    # the first index whose sum exceeds the value lies in [base, base + length]
+    length = n
+    while length > 1:
+        half = length >> 1
+        for k in range(start, m):
+            b = base[k]
+            base[k] = b + half * (cumulative[b + half - 1] <= values[k])
+        length -= half
+    for k in range(start, m):
+        sites[k] = base[k] + (cumulative[base[k]] <= values[k])
 
 
 @numba.njit(cache=True)
@@ -108,34 +86,41 @@ def sample_ordered_core(weights: np.ndarray, r: int) -> np.ndarray:
     total = 0.0
     n_positive = 0
     for i in range(n):
-        total += weights[i]
+        w = weights[i]
+        total += w
         cumulative[i] = total
-        if weights[i] > 0.0:
-            n_positive += 1
+        n_positive += w > 0.0
     if n_positive < r:
         return np.empty(0, np.int64)
-    # the table costs O(N) to build: it pays for itself only over many draws
-    guide = np.empty(max(1, n // _SITES_PER_BUCKET) if r >= _GUIDED_FROM else 0, np.int64)
-    _build_guide(cumulative, total, guide)
     picks = np.empty(r, np.int64)
     drawn = np.zeros(n, np.bool_)
     drawn_weight = 0.0
-    for j in range(r):
+    uniforms = np.empty(_BATCH)
+    sites = np.empty(_BATCH, np.int64)
+    used = _BATCH  # uniforms of the current batch already used
+    j = 0
+    while j < r:
         if drawn_weight > 0.5 * total:
             total = 0.0
             for i in range(n):
                 if not drawn[i]:
                     total += weights[i]
                 cumulative[i] = total
-            _build_guide(cumulative, total, guide)
             drawn_weight = 0.0
-        while True:
-            site = _first_above(cumulative, guide, total, np.random.random() * total)
-            if site < n and weights[site] > 0.0 and not drawn[site]:
-                break
-        drawn[site] = True
-        picks[j] = site
-        drawn_weight += weights[site]
+            if used < _BATCH:  # the batch's unused uniforms map through the new sums
+                _locate(cumulative, uniforms, total, used, sites)
+        if used == _BATCH:
+            for k in range(_BATCH):
+                uniforms[k] = np.random.random()
+            _locate(cumulative, uniforms, total, 0, sites)
+            used = 0
+        site = sites[used]
+        used += 1
+        if site < n and weights[site] > 0.0 and not drawn[site]:
+            drawn[site] = True
+            picks[j] = site
+            drawn_weight += weights[site]
+            j += 1
     return picks
 
 
@@ -177,10 +162,7 @@ def ordered_picks_logprob(weights: np.ndarray, picks: np.ndarray, reverse: bool)
     drawn = np.zeros(n, np.bool_)
     for j in range(r):
         drawn[picks[j]] = True
-    pool = 0.0
-    for i in range(n):
-        if not drawn[i]:
-            pool += weights[i]
+    pool = sum_unmasked(weights, drawn)
     logq = 0.0
     # the probabilities w / pool multiply into ``product``, whose log is taken only before
     # it would underflow: one log per ~600 orders of magnitude instead of two per draw

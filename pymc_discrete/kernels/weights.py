@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pymc_discrete.kernels.common import sum_unmasked
+
 __all__ = ["WEIGHT_CODES", "weight_code", "balanced_weights", "rebalanced_weights"]
 
 #: Integer codes of the weight functions, as the numba kernels take them.
@@ -168,30 +170,30 @@ def rebalanced_weights(
     """
     flat = log_ratios.ravel()
     old = old_ratios.ravel()
-    old_w = old_weights.ravel()
-    out = np.empty(flat.size)
-    changed = np.empty(flat.size, np.bool_)
-    top = -np.inf
     if not old_log_scale > -np.inf:
         return balanced_weights(log_ratios, code)
-    for i in range(flat.size):
+    n = flat.size
+    # indices of the changed ratios, gathered without a branch per site (which ratios
+    # changed is unpredictable, and a mispredicted branch costs as much as a few sites)
+    changed = np.empty(n, np.int64)
+    n_changed = 0
+    for i in range(n):
         d = flat[i]
         o = old[i]
-        if d == o or (d != d and o != o):  # equal, or both NaN
-            out[i] = old_w[i]
-            changed[i] = False
-        else:
-            changed[i] = True
-            if d > top:  # g is increasing: the largest new weight is that of the largest d
-                top = d
+        changed[n_changed] = i
+        n_changed += (d != o) & ((d == d) | (o == o))  # not equal, and not both NaN
+    top = -np.inf
+    for j in range(n_changed):
+        d = flat[changed[j]]
+        if d > top:  # g is increasing: the largest new weight is that of the largest d
+            top = d
     if top > -np.inf and _log_g(top, code) - old_log_scale > _MAX_SHIFT:
         return balanced_weights(log_ratios, code)
+    out = old_weights.ravel().copy()
     inv_scale = np.exp(-old_log_scale)
-    total = 0.0
-    for i in range(flat.size):
-        if changed[i]:
-            out[i] = _scaled_weight(flat[i], code, old_log_scale, inv_scale)
-        total += out[i]
-    if not total > np.exp(-_MAX_SHIFT):
+    for j in range(n_changed):
+        i = changed[j]
+        out[i] = _scaled_weight(flat[i], code, old_log_scale, inv_scale)
+    if not sum_unmasked(out, np.zeros(0, np.bool_)) > np.exp(-_MAX_SHIFT):
         return balanced_weights(log_ratios, code)
     return out.reshape(log_ratios.shape), old_log_scale

@@ -15,6 +15,7 @@ from pymc_discrete.kernels import (
     sample_ordered,
     weight_code,
 )
+from pymc_discrete.kernels.common import sum_unmasked
 from pymc_discrete.kernels.weights import rebalanced_weights
 from tests.exact import assert_frequencies_match
 
@@ -171,31 +172,38 @@ def _searchsorted_cases():
 
 
 @pytest.mark.parametrize("case", range(5))
-def test_guided_search_is_searchsorted_right(case):
-    """The guide table only chooses where the search starts: the index found is always
-    ``np.searchsorted(cumulative, value, side="right")``, including at bucket boundaries,
-    at the cumulative sums themselves (ties from zero weights) and at the total."""
-    from pymc_discrete.kernels.sampling import _build_guide, _first_above
+def test_batched_search_is_searchsorted_right(case):
+    """The side-by-side bisections find ``np.searchsorted(cumulative, u * total,
+    side="right")`` for every uniform of the batch from ``start`` on (and leave the
+    entries before ``start`` alone), including at the cumulative sums themselves (ties
+    from zero weights), at 0 and at the total."""
+    from pymc_discrete.kernels.sampling import _locate
 
     weights = _searchsorted_cases()[case]
     cumulative = np.cumsum(weights)
     total = float(cumulative[-1])
     rng = np.random.default_rng(case)
-    for m in (0, 1, 3, max(1, weights.size // 4)):  # 0: bisection
-        guide = np.empty(m, np.int64)
-        _build_guide(cumulative, total, guide)
-        values = np.concatenate([rng.random(5000) * total, cumulative,
-                                 np.arange(m) * (total / max(m, 1)),
-                                 [0.0, total, np.nextafter(total, 0)]])
-        expected = np.searchsorted(cumulative, values, side="right")
-        got = np.array([_first_above(cumulative, guide, total, v) for v in values])
-        np.testing.assert_array_equal(got, expected)
-        if m == 0:
-            continue
-        # a guide table that points anywhere (here: built for another total) still finds it
-        _build_guide(cumulative, 0.5 * total, guide)
-        got = np.array([_first_above(cumulative, guide, total, v) for v in values])
-        np.testing.assert_array_equal(got, expected)
+    uniforms = np.concatenate([rng.random(5000), cumulative / total,
+                               [0.0, 1.0, np.nextafter(1.0, 0.0)]])
+    expected = np.searchsorted(cumulative, uniforms * total, side="right")
+    for batch in (1, 3, 8):
+        for first in range(0, uniforms.size - batch + 1, batch):
+            chunk = uniforms[first:first + batch]
+            for start in (0, batch - 1):
+                sites = np.full(batch, -1, np.int64)
+                _locate(cumulative, chunk, total, start, sites)
+                np.testing.assert_array_equal(sites[start:], expected[first + start:first + batch])
+                assert (sites[:start] == -1).all()
+
+
+def test_sum_unmasked_matches_a_compensated_sum():
+    rng = np.random.default_rng(8)
+    for n in (0, 1, 3, 4, 5, 1001):
+        values = np.exp(rng.normal(0.0, 5.0, n))
+        mask = rng.random(n) < 0.3
+        assert sum_unmasked(values, mask) == pytest.approx(math.fsum(values[~mask]), rel=1e-14)
+        assert sum_unmasked(values, np.zeros(0, np.bool_)) == pytest.approx(
+            math.fsum(values), rel=1e-14)
 
 
 def test_ordered_picks_logprob_over_many_draws_and_extreme_weights():
