@@ -190,6 +190,7 @@ def fhmm_model(
     sigma2: float = 1.0,
     seed: int = 0,
     markov_axis: str = "time",
+    prior: str = "stated",
 ) -> pm.Model:
     """Posterior of a factorial hidden Markov model (the paper's Appendix D.3).
 
@@ -206,6 +207,14 @@ def fhmm_model(
     ``markov_axis="components"`` builds that model; the default is the factorial HMM
     proper.
 
+    ``prior="paper_code"`` builds the density that the paper's released code evaluates
+    (``ha0ransun/LBP_Scale``, ``lbp/model/fhmm.py``) and so the posterior its FHMM numbers
+    were measured on: there the prior's log-probabilities enter with the opposite sign,
+    and the probability of a change is given as a logit (``logits = 1 - 0.8``, so
+    ``P(change) = sigmoid(0.2) = 0.55``). Each transition then favours staying by 0.2
+    nats instead of log 4 = 1.39, and the first row favours 1 over 0 by log 9: a much
+    flatter posterior. The data are simulated from the stated model either way, as there.
+
     Parameters
     ----------
     length : int
@@ -218,6 +227,8 @@ def fhmm_model(
         Seed of the simulation.
     markov_axis : {"time", "components"}
         Along which axis of x the Markov chains run.
+    prior : {"stated", "paper_code"}
+        The prior of the paper's text, or the density of the paper's code (see above).
 
     Returns
     -------
@@ -234,6 +245,8 @@ def fhmm_model(
     """
     if markov_axis not in ("time", "components"):
         raise ValueError(f"markov_axis must be 'time' or 'components', got {markov_axis!r}")
+    if prior not in ("stated", "paper_code"):
+        raise ValueError(f"prior must be 'stated' or 'paper_code', got {prior!r}")
     rng = np.random.default_rng(seed)
     # simulate with the Markov axis first, then put x in (length, chains) layout
     steps, width = (length, chains) if markov_axis == "time" else (chains, length)
@@ -251,10 +264,17 @@ def fhmm_model(
         h = pm.Bernoulli("x", 0.5, shape=(length, chains))
         chain = h if markov_axis == "time" else h.T
         same = chain[1:] * chain[:-1] + (1 - chain[1:]) * (1 - chain[:-1])
+        if prior == "stated":
+            log_first, log_same, log_change = np.log([0.1, 0.9]), np.log(0.8), np.log(0.2)
+            sign = 1.0
+        else:  # the code's Bernoulli(logits=1 - 0.8) for a change, and -log_prob
+            change = 1.0 / (1.0 + np.exp(-0.2))
+            log_first, log_same, log_change = np.log([0.1, 0.9]), np.log1p(-change), np.log(change)
+            sign = -1.0
         pm.Potential(
             "prior",
-            (chain[0] * np.log(0.1) + (1 - chain[0]) * np.log(0.9)).sum()
-            + (same * np.log(0.8) + (1 - same) * np.log(0.2)).sum(),
+            sign * ((chain[0] * log_first[0] + (1 - chain[0]) * log_first[1]).sum()
+                    + (same * log_same + (1 - same) * log_change).sum()),
         )
         pm.Normal("y", mu=pm.math.dot(h, w) + b, sigma=np.sqrt(sigma2), observed=y)
     model.truth = x

@@ -16,15 +16,26 @@ def _chain_logp(chains: np.ndarray) -> float:
     return float(first + np.where(same, np.log(0.8), np.log(0.2)).sum())
 
 
-@pytest.mark.parametrize("axis", ["time", "components"])
-def test_fhmm_log_density_matches_its_definition(axis):
+def _paper_code_logp(chains: np.ndarray) -> float:
+    """The prior term of the paper's released code (``lbp/model/fhmm.py``, ``forward``):
+    ``-Bernoulli(probs=0.1).log_prob(x_0) - Bernoulli(logits=1 - 0.8).log_prob(change)``."""
+    p_change = 1.0 / (1.0 + np.exp(-(1.0 - 0.8)))
+    first = np.where(chains[0] == 1, np.log(0.1), np.log(0.9)).sum()
+    change = chains[1:] != chains[:-1]
+    return float(-first - np.where(change, np.log(p_change), np.log(1.0 - p_change)).sum())
+
+
+@pytest.mark.parametrize("axis, prior", [("time", "stated"), ("components", "stated"),
+                                         ("time", "paper_code")])
+def test_fhmm_log_density_matches_its_definition(axis, prior):
     sigma2 = 0.5
-    model = fhmm_model(7, 3, sigma2=sigma2, seed=2, markov_axis=axis)
+    model = fhmm_model(7, 3, sigma2=sigma2, seed=2, markov_axis=axis, prior=prior)
     logp = model.compile_logp()
     rng = np.random.default_rng(0)
+    prior_logp = _chain_logp if prior == "stated" else _paper_code_logp
     for _ in range(5):
         x = rng.integers(0, 2, (7, 3))
-        prior = _chain_logp(x if axis == "time" else x.T)
+        prior = prior_logp(x if axis == "time" else x.T)
         mean = x @ model.loadings + model.offset
         likelihood = norm.logpdf(model.observed, mean, np.sqrt(sigma2)).sum()
         # x ~ Bernoulli(0.5) (the Markov prior is a Potential): PyTensor keeps the exactly
@@ -45,6 +56,8 @@ def test_fhmm_components_axis_simulates_chains_across_components():
     assert abs(stay_components - 0.8) < 5 * np.sqrt(0.16 / truth[:, 1:].size)
 
 
-def test_fhmm_rejects_an_unknown_axis():
+def test_fhmm_rejects_an_unknown_axis_or_prior():
     with pytest.raises(ValueError, match="markov_axis"):
         fhmm_model(5, 2, markov_axis="diagonal")
+    with pytest.raises(ValueError, match="prior"):
+        fhmm_model(5, 2, prior="flat")
