@@ -213,7 +213,9 @@ def fhmm_model(
     and the probability of a change is given as a logit (``logits = 1 - 0.8``, so
     ``P(change) = sigmoid(0.2) = 0.55``). Each transition then favours staying by 0.2
     nats instead of log 4 = 1.39, and the first row favours 1 over 0 by log 9: a much
-    flatter posterior. The data are simulated from the stated model either way, as there.
+    flatter posterior. The data are simulated from the stated model either way, as there,
+    and, as there, W and b are drawn first, so that a seed gives the same W at every
+    length.
 
     Parameters
     ----------
@@ -248,6 +250,8 @@ def fhmm_model(
     if prior not in ("stated", "paper_code"):
         raise ValueError(f"prior must be 'stated' or 'paper_code', got {prior!r}")
     rng = np.random.default_rng(seed)
+    if prior == "paper_code":  # as there, W and b first: one seed, one W at every length
+        w, b = rng.normal(size=chains), rng.normal()
     # simulate with the Markov axis first, then put x in (length, chains) layout
     steps, width = (length, chains) if markov_axis == "time" else (chains, length)
     x = np.zeros((steps, width), dtype=np.int64)
@@ -257,8 +261,8 @@ def fhmm_model(
         x[t] = np.where(keep, x[t - 1], 1 - x[t - 1])
     if markov_axis == "components":
         x = x.T.copy()
-    w = rng.normal(size=chains)
-    b = rng.normal()
+    if prior == "stated":
+        w, b = rng.normal(size=chains), rng.normal()
     y = x @ w + b + rng.normal(0.0, np.sqrt(sigma2), length)
     with pm.Model() as model:
         h = pm.Bernoulli("x", 0.5, shape=(length, chains))
