@@ -11,10 +11,14 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the virtualenv itself (once), then one pip run per stamp
+define make_venv
 	@test -n "$(PYTHON312)" || { echo "python3.12 not found: install Python 3.12" >&2; exit 1; }
-	$(PYTHON312) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	test -x $(PY) || { $(PYTHON312) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip; }
+endef
+
+$(STAMP): pyproject.toml
+	$(make_venv)
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
@@ -32,16 +36,18 @@ docs: $(STAMP)
 # rewrites its section of benchmarks/RESULTS.md and its plots, and prints its duration
 BENCH_STAMP := $(VENV)/.bench-installed
 
-# NumPyro and JAX are installed for the benchmarks only (not by make test)
-$(BENCH_STAMP): $(STAMP)
+# NumPyro and JAX are installed for the benchmarks only (not by make test); a fresh
+# clone gets everything in one pip run
+$(BENCH_STAMP): pyproject.toml
+	$(make_venv)
 	$(PY) -m pip install --quiet -e ".[test,bench]"
-	touch $(BENCH_STAMP)
+	touch $(STAMP) $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py
 
-# the same scripts at small sizes, two processes side by side (one per core): 4m37s on
-# the 2-core VM in a clone whose venv exists (its first run also builds the venv, ~1.5 min)
+# the same scripts at small sizes, two processes side by side (one per core); see the
+# README for its duration on the 2-core VM
 bench-quick: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py --quick --jobs=2
 
