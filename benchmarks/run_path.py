@@ -176,8 +176,8 @@ PARTS = ("parity", "compare", "length")
 def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if quick:
-        parity_draws, parity_tune, parity_chains = 1000, 300, 2
-        draws, tune, exact_draws, gibbs_draws = 500, 500, 50, 10
+        parity_draws, parity_tune, parity_chains = 400, 150, 2
+        draws, tune, exact_draws, gibbs_draws = 300, 300, 50, 10
         sweep = (1, 8, 64, 256)
         sweep_draws = 300
     else:
