@@ -259,15 +259,14 @@ def sum_unmasked(values: np.ndarray, mask: np.ndarray) -> float:
     10.0
     """
     n = values.size
-    if mask.size == 0:
-        mask = np.zeros(n, np.bool_)
+    masked = mask.size > 0  # an empty mask reads no mask (and allocates none)
     s0 = s1 = s2 = s3 = 0.0
     m = n - n % 4
     for i in range(0, m, 4):
-        s0 += 0.0 if mask[i] else values[i]
-        s1 += 0.0 if mask[i + 1] else values[i + 1]
-        s2 += 0.0 if mask[i + 2] else values[i + 2]
-        s3 += 0.0 if mask[i + 3] else values[i + 3]
+        s0 += 0.0 if masked and mask[i] else values[i]
+        s1 += 0.0 if masked and mask[i + 1] else values[i + 1]
+        s2 += 0.0 if masked and mask[i + 2] else values[i + 2]
+        s3 += 0.0 if masked and mask[i + 3] else values[i + 3]
     for i in range(m, n):
-        s0 += 0.0 if mask[i] else values[i]
+        s0 += 0.0 if masked and mask[i] else values[i]
     return (s0 + s1) + (s2 + s3)

@@ -61,20 +61,19 @@ def _locate(cumulative: np.ndarray, uniforms: np.ndarray, total: float, start: i
     in lockstep so that their loads overlap."""
     n = cumulative.size
     m = uniforms.size
-    base = np.zeros(m, np.int64)
-    values = np.empty(m)
+    # sites[k] is the base of search k: the first index whose sum exceeds the value lies
+    # in [base, base + length] (no scratch arrays: this runs ~r / 8 times per draw)
     for k in range(start, m):
-        values[k] = uniforms[k] * total
-    # the first index whose sum exceeds the value lies in [base, base + length]
+        sites[k] = 0
     length = n
     while length > 1:
         half = length >> 1
         for k in range(start, m):
-            b = base[k]
-            base[k] = b + half * (cumulative[b + half - 1] <= values[k])
+            b = sites[k]
+            sites[k] = b + half * (cumulative[b + half - 1] <= uniforms[k] * total)
         length -= half
     for k in range(start, m):
-        sites[k] = base[k] + (cumulative[base[k]] <= values[k])
+        sites[k] += cumulative[sites[k]] <= uniforms[k] * total
 
 
 @numba.njit(cache=True)

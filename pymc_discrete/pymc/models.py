@@ -268,17 +268,12 @@ def fhmm_model(
         h = pm.Bernoulli("x", 0.5, shape=(length, chains))
         chain = h if markov_axis == "time" else h.T
         same = chain[1:] * chain[:-1] + (1 - chain[1:]) * (1 - chain[:-1])
-        if prior == "stated":
-            log_first, log_same, log_change = np.log([0.1, 0.9]), np.log(0.8), np.log(0.2)
-            sign = 1.0
-        else:  # the code's Bernoulli(logits=1 - 0.8) for a change, and -log_prob
-            change = 1.0 / (1.0 + np.exp(-0.2))
-            log_first, log_same, log_change = np.log([0.1, 0.9]), np.log1p(-change), np.log(change)
-            sign = -1.0
+        # P(change): 0.2, or the code's Bernoulli(logits=1 - 0.8), whose -log_prob it adds
+        change, sign = (0.2, 1.0) if prior == "stated" else (1.0 / (1.0 + np.exp(-0.2)), -1.0)
         pm.Potential(
             "prior",
-            sign * ((chain[0] * log_first[0] + (1 - chain[0]) * log_first[1]).sum()
-                    + (same * log_same + (1 - same) * log_change).sum()),
+            sign * ((chain[0] * np.log(0.1) + (1 - chain[0]) * np.log(0.9)).sum()
+                    + (same * np.log1p(-change) + (1 - same) * np.log(change)).sum()),
         )
         pm.Normal("y", mu=pm.math.dot(h, w) + b, sigma=np.sqrt(sigma2), observed=y)
     model.truth = x
