@@ -65,6 +65,62 @@ def _path_probability(w: np.ndarray, order: tuple[int, ...]) -> float:
     return prob
 
 
+def changes_probabilities(scale: float, n: int) -> np.ndarray:
+    """``P(R = r)`` for r = 0 .. n of the number of changes of a step at ``scale``
+    (:func:`pymc_discrete.kernels.common.number_of_changes`, computed independently from
+    scipy's Poisson distribution): ``R = 1 + Poisson(max(scale - 1, 0.05))``, and 0 (the
+    step stays) when that exceeds n."""
+    from scipy import stats
+
+    lam = max(scale - 1.0, 0.05)
+    probs = np.zeros(n + 1)
+    probs[1:] = stats.poisson.pmf(np.arange(n), lam)
+    probs[0] = stats.poisson.sf(n - 1, lam)
+    return probs
+
+
+def mixture_matrix(matrix_of: Callable[[int], np.ndarray], scale: float, n: int) -> np.ndarray:
+    """Transition matrix of a step whose number of changes is random
+    (:func:`changes_probabilities`): the mixture of the matrices ``matrix_of(r)``."""
+    probs = changes_probabilities(scale, n)
+    P = None
+    for r in range(1, n + 1):
+        if probs[r] < 1e-300:
+            continue
+        term = probs[r] * matrix_of(r)
+        P = term if P is None else P + term
+    return P + probs[0] * np.eye(P.shape[0])
+
+
+def assert_irreducible_and_aperiodic(P: np.ndarray, pi: np.ndarray) -> None:
+    """On the support of ``pi``: every state reaches every other (irreducible) and no
+    eigenvalue other than the simple 1 lies on the unit circle (aperiodic)."""
+    support = np.flatnonzero(pi > 0)
+    Q = P[np.ix_(support, support)]
+    reach = (Q > 0).astype(float) + np.eye(len(support))
+    for _ in range(int(np.ceil(np.log2(len(support)))) + 1):
+        reach = np.minimum(reach @ reach, 1.0)
+    assert np.all(reach > 0), "the chain is reducible on the support of the target"
+    moduli = np.sort(np.abs(np.linalg.eigvals(Q)))[::-1]
+    assert abs(moduli[0] - 1.0) < 1e-9
+    if len(moduli) > 1:
+        assert moduli[1] < 1.0 - 1e-9, f"periodic or reducible: |eigenvalue| {moduli[1]}"
+
+
+def mean_standard_error(P: np.ndarray, pi: np.ndarray, f: np.ndarray, n_draws: int) -> np.ndarray:
+    """Exact standard error of the mean of ``f`` (states x functions) over ``n_draws``
+    draws of the stationary chain with transition matrix ``P``: the asymptotic variance
+    ``2 <f, Z f>_pi - <f, f>_pi`` of the centred f, Z the fundamental matrix. Batch
+    means underestimate it badly for rare states; this does not."""
+    size = len(pi)
+    Z = np.linalg.inv(np.eye(size) - P + np.outer(np.ones(size), pi))
+    f = np.asarray(f, dtype=float).reshape(size, -1)
+    centred = f - pi @ f
+    weighted = pi[:, None] * centred
+    variance = 2.0 * np.sum(weighted * (Z @ centred), axis=0) - np.sum(weighted * centred, axis=0)
+    return np.sqrt(np.maximum(variance, 0.0) / n_draws)
+
+
 def albp_matrix(target: Target, n: int, r: int, weight: str) -> np.ndarray:
     """Transition matrix of LBP-R (ordered picks without replacement, eq. 5)."""
     states = all_states(n)

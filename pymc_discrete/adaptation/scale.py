@@ -54,8 +54,7 @@ class ScaleAdapter:
             raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
         if not (lower <= initial_scale <= upper):
             raise ValueError(
-                f"initial_scale must lie in [{lower:g}, {upper:g}] (at most half the sites), "
-                f"got {initial_scale!r}"
+                f"initial_scale must lie in [{lower:g}, {upper:g}], got {initial_scale!r}"
             )
         self.target_accept = float(target_accept)
         self.initial_scale = float(initial_scale)

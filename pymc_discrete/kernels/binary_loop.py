@@ -20,7 +20,7 @@ from numba import types
 from numba.extending import overload
 
 from pymc_discrete.kernels.binary import BinaryLBState, _flip, init_lb_state
-from pymc_discrete.kernels.common import StepsInfo, metropolis_hastings, probabilistic_round
+from pymc_discrete.kernels.common import StepsInfo, metropolis_hastings, number_of_changes
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import rebalanced_weights
 
@@ -72,8 +72,12 @@ def _albp_loop(target, extra, x, logp, ratios, weights, log_scale, scale, unifor
     accepted = np.zeros(n_steps, np.bool_)
     proposed = np.empty(n_steps, np.int64)
     for j in range(n_steps):
-        r = probabilistic_round(scale, uniforms[j, 0], n)
+        r = number_of_changes(scale, uniforms[j, 0], n)
         proposed[j] = r
+        if r == 0:  # the step stays (trivially accepted), as albp_step's does
+            accept_probs[j] = 1.0
+            accepted[j] = True
+            continue
         np.random.seed(np.int64(uniforms[j, 2] * 4294967296.0))
         picks = sample_ordered_core(weights, r)
         if picks.size == 0:  # fewer than r sites can move: nothing to propose

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from pymc_discrete.kernels.common import (
+    STAY,
     StepInfo,
     metropolis_hastings,
     draw_proposal_size,
@@ -208,6 +209,8 @@ def categorical_albp_step(
     """
     n = state.x.size
     r, u_accept, seed = draw_proposal_size(scale, rng, n)
+    if r == 0:
+        return state, STAY
     y, picks, logq_forward = _forward(state.x, state.weights, state.site_weights, r, seed)
     if picks.size == 0:
         return state, StepInfo(0.0, False, r, 0)
@@ -258,6 +261,8 @@ def categorical_arwm_step(
     """
     n = state.x.size
     r, u_accept, _ = draw_proposal_size(scale, rng, n)
+    if r == 0:
+        return state, STAY
     picks = rng.choice(n, size=r, replace=False)
     y = state.x.copy()
     shift = 1 + (rng.random(r) * (n_categories[picks] - 1)).astype(np.int64)

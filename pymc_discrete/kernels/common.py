@@ -15,8 +15,10 @@ __all__ = [
     "acceptance_probability",
     "draw_proposal_size",
     "metropolis_hastings",
+    "number_of_changes",
     "probabilistic_round",
     "step_result",
+    "MIN_EXTRA_CHANGES",
 ]
 
 
@@ -111,17 +113,82 @@ def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
     return int(min(max(r, 1), n_sites))
 
 
+#: Smallest mean of the Poisson part of the number of changes (see
+#: :func:`number_of_changes`): even at R = 1 a step changes two sites with probability
+#: about 1/20, so no fixed scale leaves a step with one single number of changes.
+MIN_EXTRA_CHANGES = 0.05
+
+
+@numba.njit(cache=True)
+def number_of_changes(scale: float, u: float, n_sites: int) -> int:
+    """The number of sites a step changes: ``1 + Poisson(max(scale - 1, 1/20))``, drawn by
+    inverting its distribution function at the uniform ``u``; 0 (propose to stay) when
+    the draw exceeds ``n_sites``.
+
+    A step that always changed the same number of sites R could leave states
+    unreachable: with R = 2 and two free sites among pinned ones, every accepted move
+    flips both and their joint state never changes; with R even on two-valued sites the
+    parity of the number of ones never changes. A random number of changes, with
+    positive probability of 1 and of 2 whatever the scale, makes every step irreducible
+    (single changes connect any two states of positive probability that differ
+    site by site) and aperiodic (changes of one and of two sites give returns of length
+    2 and 3); a one-site block gets aperiodicity from the occasional stay. The mean is
+    ``max(scale, 1.05)`` (less what the truncation at ``n_sites`` removes) and the spread
+    ``sqrt(scale - 1)``, small beside the scale at the sizes where the optimal R grows
+    like ``N^(2/3)``. The distribution does not depend on the state, so the
+    Metropolis-Hastings ratio of a step is that of its R.
+
+    Parameters
+    ----------
+    scale : float
+        The real-valued scale R_t >= 1.
+    u : float
+        A uniform draw on [0, 1).
+    n_sites : int
+        Number of sites N.
+
+    Returns
+    -------
+    int
+        R in ``1 .. n_sites``, or 0 when the draw exceeds ``n_sites``.
+
+    Examples
+    --------
+    >>> number_of_changes(1.0, 0.5, 10), number_of_changes(1.0, 0.99, 10)
+    (1, 2)
+    >>> number_of_changes(100.0, 0.5, 1000)
+    100
+    """
+    lam = max(scale - 1.0, MIN_EXTRA_CHANGES)
+    # invert the Poisson distribution function from below its bulk: the mass below
+    # ``start`` (more than 12 standard deviations under the mean) is < 1e-30 and is
+    # assigned to ``start``; the terms follow by the recursion p(k+1) = p(k) lam / (k+1)
+    spread = 12.0 * math.sqrt(lam) + 12.0
+    start = max(0, int(math.floor(lam - spread)))
+    stop = int(math.ceil(lam + spread))
+    log_p = start * math.log(lam) - lam - math.lgamma(start + 1.0)
+    p = math.exp(log_p)
+    cumulative = p
+    k = start
+    while cumulative <= u and k < stop:
+        k += 1
+        p *= lam / k
+        cumulative += p
+    r = 1 + k
+    return r if r <= n_sites else 0
+
+
 def draw_proposal_size(
     scale: float, rng: np.random.Generator, n_sites: int
 ) -> tuple[int, float, int]:
-    """Draw what a step needs from ``rng`` in one call: R by probabilistic rounding of
-    ``scale``, the uniform of the Metropolis-Hastings decision and a seed for numba's
-    generator (see :func:`kernel_seed`).
+    """Draw what a step needs from ``rng`` in one call: the number of changes R
+    (:func:`number_of_changes`), the uniform of the Metropolis-Hastings decision and a
+    seed for numba's generator (see :func:`kernel_seed`).
 
     Returns
     -------
     r : int
-        Number of sites to change, in [1, n_sites].
+        Number of sites to change, in [0, n_sites] (0: the step stays).
     u_accept : float
         Uniform on [0, 1) for :func:`metropolis_hastings`.
     seed : int
@@ -131,11 +198,11 @@ def draw_proposal_size(
     --------
     >>> import numpy as np
     >>> r, u, seed = draw_proposal_size(2.5, np.random.default_rng(0), 10)
-    >>> r in (2, 3), 0.0 <= u < 1.0, 0 <= seed < 2**32
+    >>> 0 <= r <= 10, 0.0 <= u < 1.0, 0 <= seed < 2**32
     (True, True, True)
     """
     u = rng.random(3)
-    return probabilistic_round(scale, u[0], n_sites), float(u[1]), int(u[2] * 2.0**32)
+    return number_of_changes(scale, u[0], n_sites), float(u[1]), int(u[2] * 2.0**32)
 
 
 def kernel_seed(rng: np.random.Generator) -> int:
@@ -221,6 +288,10 @@ def metropolis_hastings(
     else:
         log_alpha = -math.inf
     return metropolis_accept(log_alpha, u), acceptance_probability(log_alpha)
+
+
+#: What a step that proposes to stay reports (R = 0: trivially accepted, nothing moves).
+STAY = StepInfo(1.0, True, 0, 0)
 
 
 def step_result(current, proposed, accepted: bool, accept_prob: float, n_proposed: int):

@@ -185,7 +185,10 @@ def compile_logp_and_table(
         g, x = grad[start : start + width], flat[start : start + width]
         if cat:
             g, x = g.reshape((n, k)), x.reshape((n, k))
-            table = g - (g * x).sum(axis=1, keepdims=True)
+            # the current value's entry is selected, not multiplied out: another value
+            # of probability zero has g = -inf, and -inf * 0 would be NaN
+            current = pt.switch(x > 0.5, g, 0.0).sum(axis=1, keepdims=True)
+            table = g - current
             table = pt.switch(x > 0.5, nan, table)
         else:
             table = pt.stack([pt.switch(x > 0.5, -g, nan), pt.switch(x < 0.5, g, nan)], axis=1)

@@ -15,7 +15,16 @@ a function of float inputs:
   by node with the float input in place of the integer value: integer casts are dropped,
   integer-accumulating sums and products are rebuilt in float, and any operation that
   cuts the gradient (a comparison, ``switch`` on the value, ``mod``, rounding, indexing
-  with the value) raises :class:`RelaxationError` naming it.
+  with the value) raises :class:`RelaxationError` naming it;
+* a ``switch`` whose condition does not depend on the relaxed values (PyMC's Bernoulli
+  likelihood ``switch(y, log(q), log1p(-q))`` on observed y) evaluates each branch only
+  where it is taken (:func:`_switch_on_data`): the untaken branch, e.g. ``log(z * p)`` at
+  ``z = 0`` where ``y = 0``, would otherwise put ``0 * inf = nan`` into the gradient.
+
+Values of probability zero stay finite in the gradient's bookkeeping: the own terms use
+``xlogy`` (``0 log 0 = 0``), so a site whose other value is impossible (``p`` exactly 0
+or 1, a category of probability zero) gets the local ratio ``-inf`` and is never
+proposed.
 
 At integer points the relaxed logp equals the exact logp (checked by the step at
 construction), so one compiled logp+gradient call per draw serves both the proposal and
@@ -37,6 +46,7 @@ from pytensor.tensor.math import Prod, Sum
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.special import xlog1py, xlogy
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
 
 __all__ = ["RelaxationError", "relaxed_logp"]
@@ -152,6 +162,42 @@ def _relax_label_node(node: Apply, new_inputs, labels: dict, memo: dict) -> bool
     return False
 
 
+def _switch_on_data(node: Apply, new_inputs: list[Variable], on_path: set) -> Variable:
+    """``switch(c, a, b)``, with c independent of the relaxed values, rebuilt so that each
+    branch's elementwise graph is evaluated only at the elements where it is taken.
+
+    The values are those of the switch; the gradient differs where the untaken branch has
+    an infinite derivative (``log(z p)`` at ``z = 0``): there the plain switch passes
+    ``0 * inf = nan`` back to the relaxed value, while the subset evaluation passes nothing.
+    """
+    cond, left, right = new_inputs
+    out = node.outputs[0]
+    whole = node.clone_with_new_inputs(new_inputs, strict=False).outputs[0]
+    shape = whole.shape
+    taken = pt.broadcast_to(cond, shape).astype("bool")
+    result = pt.zeros(shape, dtype=out.dtype)
+    for mask, branch in ((taken, left), (~taken, right)):
+        where = mask.nonzero()
+        memo: dict[Variable, Variable] = {}
+
+        def subset(var: Variable) -> Variable:
+            if var in memo:
+                return memo[var]
+            owner = var.owner
+            if owner is not None and isinstance(owner.op, Elemwise) and var in on_path:
+                inputs = [subset(i) for i in owner.inputs]
+                new = owner.op.make_node(*inputs).outputs[owner.outputs.index(var)]
+            elif var.type.ndim == 0:
+                new = var  # broadcasts as it is
+            else:
+                new = pt.broadcast_to(var, shape)[where]
+            memo[var] = new
+            return new
+
+        result = pt.set_subtensor(result[where], pt.cast(subset(branch), out.dtype))
+    return result
+
+
 def relax_graph(
     outputs: Sequence[Variable],
     replacements: dict[Variable, Variable],
@@ -208,7 +254,16 @@ def relax_graph(
                     "function of a discrete variable, so it has no continuous relaxation "
                     "(its gradient would be zero); use proposal='exact' or ARWM"
                 )
-        new_outputs = _rebuild_node(node, new_inputs, path_flags)
+        if (
+            isinstance(node.op, Elemwise)
+            and isinstance(node.op.scalar_op, ps.Switch)
+            and not path_flags[0]
+            and new_inputs[0] not in cut
+            and any(path_flags[1:])
+        ):
+            new_outputs = [_switch_on_data(node, new_inputs, on_path)]
+        else:
+            new_outputs = _rebuild_node(node, new_inputs, path_flags)
         for old, new in zip(node.outputs, new_outputs):
             memo[old] = new
         if isinstance(node.op, Shape | Shape_i):
@@ -247,11 +302,14 @@ def _own_relaxed_term(rv: Variable, relaxed_value: Variable, model) -> Variable:
         (p,) = model.replace_rvs_by_values([p])
         # PyTensor stores a constant like 0.5 as float32; compute in float64
         p = pt.cast(p, "float64")
-        return relaxed_value * pt.log(p) + (1.0 - relaxed_value) * pt.log1p(-p)
+        # xlogy: 0 log 0 = 0 at a value of probability zero, and the derivative in the
+        # relaxed value stays log p - log1p(-p), -inf or +inf for p exactly 0 or 1: the
+        # impossible flip gets the local ratio -inf (weight zero), never a NaN
+        return xlogy(relaxed_value, p) + xlog1py(1.0 - relaxed_value, -p)
     if isinstance(op, CategoricalRV):
         (p,) = op.dist_params(rv.owner)
         (p,) = model.replace_rvs_by_values([p])
-        return relaxed_value * pt.log(pt.cast(p, "float64"))
+        return xlogy(relaxed_value, pt.cast(p, "float64"))
     raise RelaxationError(f"no relaxation of the own term of {rv.name!r} ({type(op).__name__})")
 
 

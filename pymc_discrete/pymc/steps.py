@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -11,7 +10,6 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
-from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_discrete.adaptation import ScaleAdapter
@@ -44,6 +42,7 @@ from pymc_discrete.pymc.compiled import (
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.relaxation import RelaxationError
 from pymc_discrete.pymc.validation import (
+    block_value_vars,
     check_bool,
     check_discrete_block,
     check_choice,
@@ -63,45 +62,23 @@ class TuningWarning(UserWarning):
     """Tuning could not bring the acceptance rate near its target."""
 
 
-def max_scale(n_sites: int, two_valued: bool = False) -> float:
-    """Largest scale R the tuner may reach: half the sites (at least 1), less 1/2 when
-    the sites all take two values and half the sites is an even number.
+def max_scale(n_sites: int) -> float:
+    """Largest scale R the tuner may reach: half the sites (at least 1).
 
     Changing more than half of the sites of a small block is close to "flip everything",
     an involution that makes the chain nearly periodic (and its ESS estimates wrong); the
-    optimal R grows like N^(2/3), far below N/2 once N is in the tens. On two-valued
-    sites, flipping exactly R sites changes the number of ones by R modulo 2: with R
-    fixed at an even number its parity never changes and the chain sees half of the
-    states only. A tuner saturated at an even bound would fix R there; at the bound
-    ``N // 2 - 1/2`` the probabilistic rounding mixes ``N // 2 - 1`` and ``N // 2``.
+    optimal R grows like N^(2/3), far below N/2 once N is in the tens. The number of
+    changes of each step is random around R
+    (:func:`~pymc_discrete.kernels.common.number_of_changes`), so no value of R fixes the
+    parity of the number of ones or the joint state of a few free sites.
 
     Examples
     --------
-    >>> max_scale(4), max_scale(4, two_valued=True), max_scale(6, two_valued=True)
-    (2.0, 1.5, 3.0)
+    >>> max_scale(1), max_scale(4), max_scale(7)
+    (1.0, 2.0, 3.0)
     """
-    half = max(1, n_sites // 2)
-    if two_valued and half % 2 == 0:
-        return half - 0.5
-    return float(half)
+    return float(max(1, n_sites // 2))
 
-
-def check_scale_moves_parity(scale: float, name: str) -> None:
-    """Refuse a scale that fixes an even number of flips on two-valued sites.
-
-    Raises
-    ------
-    ValueError
-        If ``scale`` is an even whole number: every step would flip exactly that many
-        sites and the parity of the number of ones could never change.
-    """
-    if scale >= 2.0 and scale == math.floor(scale) and int(scale) % 2 == 0:
-        raise ValueError(
-            f"{name}={scale:g} with no tuning flips exactly {scale:g} sites per step: on "
-            "sites with two values the parity of the number of ones could then never "
-            "change, and the chain would sample half of the states. Use an odd or a "
-            f"fractional value (e.g. {scale - 0.5:g}), or let it tune."
-        )
 
 #: Per-draw sampler statistics of every step of this package (name -> dtype, shape).
 STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
@@ -141,7 +118,7 @@ class _SiteBlockStep(ArrayStepShared):
         model = modelcontext(model)
         self.target_accept = check_unit_interval("target_accept", target_accept)
         self.steps_per_draw = check_positive_int("steps_per_draw", steps_per_draw)
-        value_vars = get_value_vars_from_user_vars(vars, model)
+        value_vars = block_value_vars(model, vars, type(self).__name__, self.competence)
         if initial_point is None:
             initial_point = model.initial_point()
         counts = check_discrete_block(model, value_vars, type(self).__name__, initial_point)
@@ -158,25 +135,26 @@ class _SiteBlockStep(ArrayStepShared):
             isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
         ]
         self.is_binary = not any(self._categorical)
-        #: every site takes two values (Bernoulli, or Categorical with two categories)
-        self.two_valued = bool(np.all(self.n_categories == 2))
         name = self._scale_parameter
         initial_scale = self._resolve_initial_scale(initial_scale)
         try:
             initial_scale = float(initial_scale)
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be a number, got {initial_scale!r}") from None
-        try:
-            self.adapter = ScaleAdapter(
-                self.target_accept, initial_scale, 1.0, self._max_scale(self.n_sites),
-                adapt=adapt,
+        lower, upper = self._min_scale(), self._max_scale(self.n_sites)
+        if not lower <= initial_scale <= upper:
+            raise ValueError(
+                f"{name} must lie in [{lower:g}, {upper:g}] for this block of {self.n_sites} "
+                f"sites ({self._scale_bounds_reason}), got {initial_scale!r}"
             )
-        except ValueError as err:
-            raise ValueError(str(err).replace("initial_scale", name)) from None
-        if not adapt:
-            self._check_fixed_scale()
+        self.adapter = ScaleAdapter(self.target_accept, initial_scale, lower, upper, adapt=adapt)
 
-        self._initial_logp = check_initial_point(model, initial_point, value_vars, counts)
+        #: the model's log density at the point the step was built at (NaN when it is
+        #: not finite there: ``pm.sample(initvals=...)`` may start elsewhere, and the
+        #: start is checked at the first draw instead)
+        self._initial_logp = check_initial_point(
+            model, initial_point, value_vars, counts, strict=False
+        )
         self.tune = True
         self._n_tune: int | None = None
         self._state = None
@@ -185,18 +163,20 @@ class _SiteBlockStep(ArrayStepShared):
         self._initial_point = initial_point
         super().__init__(value_vars, shared, blocked=blocked, rng=rng)
 
-    #: whether a fixed even scale would lock the parity of a two-valued block (steps
-    #: that change exactly R sites; PAS draws its path length at random)
-    _fixed_count_of_changes = True
+    #: why the scale is bounded as it is (for error messages)
+    _scale_bounds_reason = (
+        "R is the mean number of sites a step changes, at least 1 and at most half the "
+        "sites: changing more is close to flipping everything, which makes the chain "
+        "nearly periodic"
+    )
+
+    def _min_scale(self) -> float:
+        """Lower bound of the scale."""
+        return 1.0
 
     def _max_scale(self, n_sites: int) -> float:
         """Upper bound of the scale: :func:`max_scale`."""
-        return max_scale(n_sites, self.two_valued and self._fixed_count_of_changes)
-
-    def _check_fixed_scale(self) -> None:
-        """The scale will not move: refuse one that locks the parity of the block."""
-        if self.two_valued and self._fixed_count_of_changes:
-            check_scale_moves_parity(self.adapter.initial_scale, self._scale_parameter)
+        return max_scale(n_sites)
 
     def _resolve_initial_scale(self, initial_scale):
         """The initial scale to use (subclasses may fill in a default)."""
@@ -208,32 +188,82 @@ class _SiteBlockStep(ArrayStepShared):
         super().setup_chain(rng, tune, draws)
         self._n_tune = int(tune)
         self.tune = tune > 0
-        if tune == 0:
-            self._check_fixed_scale()
         self.adapter.start(self._tuning_updates())
+        self._reset_tuning_record()
         self._state = None
 
     def reset_tuning(self) -> None:
         """Restart the adaptation of the scale (PyMC calls this at the start of a chain)."""
         self.adapter.start(self._tuning_updates())
+        self._reset_tuning_record()
         if self._n_tune is not None and self._n_tune == 0:
             self.tune = False
 
+    def _reset_tuning_record(self) -> None:
+        self._tune_steps = 0  # M-H steps of this chain's tuning
+        self._tune_moves = 0  # of which accepted moves (stays excluded)
+        self._tune_accept_sum = 0.0  # their acceptance probabilities (stays excluded)
+
+    #: a chain is stuck when it accepted no move in at least ``_FROZEN_AFTER`` tuning
+    #: steps whose acceptance probabilities add up to less than this: it could not
+    #: expect a single move (a sharp target that accepts 1 move in 200 is not stuck)
+    _STUCK_EXPECTED_MOVES = 0.05
+
+    def _stuck(self) -> bool:
+        return (
+            self._tune_steps >= self._FROZEN_AFTER
+            and self._tune_moves == 0
+            and self._tune_accept_sum < self._STUCK_EXPECTED_MOVES
+        )
+
     def stop_tuning(self) -> None:
-        """End of tuning: freeze the averaged scale (warn if the target was out of reach)."""
+        """End of tuning: freeze the averaged scale; refuse a chain that never moved and
+        warn if the target acceptance was out of reach."""
         self.adapter.stop()
         self.tune = False
-        if self.adapter.adapt and self.adapter.stuck_below_target():
+        self._refuse_a_frozen_chain()
+        advice = self._stuck_advice()
+        if advice is not None and self.adapter.adapt and self.adapter.stuck_below_target():
             warnings.warn(
                 f"{type(self).__name__}: tuning ended at the smallest {self._scale_parameter} "
-                f"(1) with an acceptance rate of {self.adapter.late_acceptance:.2f}, well "
-                f"below the target {self.target_accept}. {self._stuck_advice}",
+                f"({self.adapter.lower:g}) with an acceptance rate of "
+                f"{self.adapter.late_acceptance:.2f}, well below the target "
+                f"{self.target_accept}. {advice}",
                 TuningWarning,
                 stacklevel=2,
             )
 
-    #: what to tell a user whose tuning ended stuck at the smallest scale
-    _stuck_advice = "The proposal's local ratios may be poor: try proposal='exact'."
+    #: a chain stuck (:meth:`_stuck`) through at least this many tuning steps is refused
+    #: (its draws would all be its initial value)
+    _FROZEN_AFTER = 50
+
+    def _refuse_a_frozen_chain(self) -> None:
+        """Raise if the chain was stuck through the whole of its tuning (:meth:`_stuck`),
+        unless no move of the block is possible at all."""
+        if not self._stuck():
+            return
+        if self._state is not None and not self._has_possible_move(self._state):
+            return  # every site is pinned (zero probability of any other value)
+        raise RuntimeError(
+            f"{type(self).__name__} accepted none of its {self._tune_steps} proposals for "
+            f"{self.var_names} during tuning (their acceptance probabilities add up to "
+            f"{self._tune_accept_sum:.2g}): its draws would all be the initial value, "
+            "not a posterior. Either the posterior of this block is concentrated on one "
+            "state (then it needs no sampler: fix those values), or the chain starts in "
+            f"a state that these moves cannot leave. {self._frozen_advice}"
+        )
+
+    #: what to try when a chain never moved
+    _frozen_advice = "Try ALBP, or a different starting point (initvals)."
+
+    def _has_possible_move(self, state) -> bool:
+        """Whether some move from ``state`` has positive proposal probability."""
+        return True
+
+    def _stuck_advice(self) -> str | None:
+        """What to tell a user whose tuning ended stuck at the smallest scale (None: the
+        low acceptance is the target's nature, not a fault of the proposal)."""
+        return None
 
     def _tuning_updates(self) -> int | None:
         """Number of M-H steps of the tune phase (the tuner updates after every step)."""
@@ -262,21 +292,29 @@ class _SiteBlockStep(ArrayStepShared):
         return True
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
+        if self.n_sites == 0:  # an empty variable: nothing to sample
+            stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
+                     "jump_distance": 0, "n_proposed": 0}
+            return q0, [stats]
         x = np.asarray(q0.data, dtype=np.int64)
         state = self._state
         if self._others_changed() or state is None or not np.array_equal(state.x, x):
             state = self._init_state(x)
             if not np.isfinite(state.logp):
                 raise ValueError(
-                    f"{type(self).__name__}: the current point has log density {state.logp}; "
-                    "start from a point of positive probability"
+                    f"{type(self).__name__}: the current point has log density {state.logp}"
+                    f"{self._offending_terms(x)}; start from a point of positive "
+                    "probability (pm.sample(initvals=...))"
                 )
+            if not self._start_checked:
+                self._check_start(x, state.logp)
         start, scale = state.x, self.adapter.scale
         state, info = self._run_steps(state, scale, self.steps_per_draw)
+        self._state = state
         if self.tune:
             for prob in info.accept_prob:
                 self.adapter.update(float(prob))
-        self._state = state
+            self._record_tuning(info)
         n_steps = len(info.accept_prob)
         stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
             "accept": float(info.accept_prob.sum()) / n_steps,
@@ -286,6 +324,44 @@ class _SiteBlockStep(ArrayStepShared):
             "n_proposed": int(info.n_proposed.sum()),
         }
         return RaveledVars(state.x.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+
+    def _record_tuning(self, info: StepsInfo) -> None:
+        """Count the tuning steps and accepted moves (for :meth:`_refuse_a_frozen_chain`)."""
+        self._tune_steps += len(info.accept_prob)
+        moves = info.n_proposed > 0
+        self._tune_moves += int(np.count_nonzero(info.accepted & moves))
+        self._tune_accept_sum += float(info.accept_prob[moves].sum())
+
+    @property
+    def _start_checked(self) -> bool:
+        """Whether the checks that need a point of positive probability have run."""
+        return bool(np.isfinite(self._initial_logp))
+
+    def _check_start(self, x: np.ndarray, logp: float) -> None:
+        """Checks deferred from the constructor to the first point of positive
+        probability (the step was built where the model's log density is not finite)."""
+        self._initial_logp = float(logp)
+
+    def _current_point(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """The model's point with the block at ``x`` and the others at their current values."""
+        point = dict(self._initial_point)
+        for name, s in self.shared.items():
+            point[name] = s.get_value()
+        start = 0
+        for v, shape in zip(self.vars, self.shapes):
+            size = int(np.prod(shape, dtype=int))
+            point[v.name] = x[start : start + size].reshape(shape).astype(point[v.name].dtype)
+            start += size
+        return point
+
+    def _offending_terms(self, x: np.ndarray) -> str:
+        """`` (terms: name=-inf, ...)`` for the terms that are not finite at ``x``."""
+        try:
+            logps = self.model.point_logps(self._current_point(x), round_vals=12)
+        except Exception:  # the message must not fail; the error is raised regardless
+            return ""
+        bad = [f"{name}={lp}" for name, lp in logps.items() if not np.isfinite(lp)]
+        return f" (terms: {', '.join(bad)})" if bad else ""
 
     def _run_steps(self, state, scale: float, n_steps: int) -> tuple[object, StepsInfo]:
         """``n_steps`` M-H steps at a fixed scale (the tuner sees their acceptance
@@ -319,6 +395,7 @@ class _InformedStep(_SiteBlockStep):
         from the gradient to exact ratios when the model cannot be relaxed. With
         ``numba_loop`` a binary block's function is built in PyTensor's NUMBA mode
         (:class:`~pymc_discrete.pymc.compiled.CompiledRatios`)."""
+        self._compile_kwargs = compile_kwargs
         shared = self._shared_vars()
         if self.proposal == "gradient":
             try:
@@ -333,32 +410,51 @@ class _InformedStep(_SiteBlockStep):
                         self._counts, shared, compile_kwargs,
                     )
             except RelaxationError as err:
-                self.fallback_reason = str(err)
-                self.proposal = "exact"
-                warnings.warn(
-                    f"{type(self).__name__} cannot use gradient proposals for {self.var_names}: "
-                    f"{err}. "
-                    "Falling back to proposal='exact'.",
-                    RelaxationWarning,
-                    stacklevel=3,
-                )
+                self._fall_back_to_exact(str(err), stacklevel=4)
             else:
-                self._check_relaxation()
+                if self._start_checked:
+                    self._check_relaxation(self._initial_point, self._initial_logp)
         if self.proposal == "exact":
-            self._logp_and_ratios = ExactRatios(
-                self.model, self.vars, self._initial_point, shared, compile_kwargs,
-                n_categories=None if self.is_binary else self.n_categories,
-            )
+            self._compile_exact_ratios()
         self.ratios_are_exact = self._ratios_match_flips()
 
-    def _check_relaxation(self) -> None:
-        """The relaxed logp must equal the exact logp at the (integer) initial point."""
-        point = self._initial_point
-        for name, s in self.shared.items():
-            s.set_value(point[name])
-        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
-        relaxed, _ = self._logp_and_ratios(x0)
-        exact = self._initial_logp
+    def _compile_exact_ratios(self) -> None:
+        self._logp_and_ratios = ExactRatios(
+            self.model, self.vars, self._initial_point, self._shared_vars(),
+            self._compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
+        )
+
+    def _fall_back_to_exact(self, reason: str, stacklevel: int) -> None:
+        """Use exact local ratios from now on, saying why."""
+        self.fallback_reason = reason
+        self.proposal = "exact"
+        warnings.warn(
+            f"{type(self).__name__} cannot use gradient proposals for {self.var_names}: "
+            f"{reason}. Falling back to proposal='exact'.",
+            RelaxationWarning,
+            stacklevel=stacklevel,
+        )
+
+    def _check_start(self, x: np.ndarray, logp: float) -> None:
+        """The relaxation check, deferred to the first point of positive probability."""
+        super()._check_start(x, logp)
+        if self.proposal == "gradient":
+            self._check_relaxation(self._current_point(x), None)
+
+    def _check_relaxation(self, point: dict, exact: float | None) -> None:
+        """The relaxed logp must equal the exact logp at an (integer) point of positive
+        probability (``exact``: the model's log density there, computed if None)."""
+        saved = {name: s.get_value() for name, s in self.shared.items()}
+        try:
+            for name, s in self.shared.items():
+                s.set_value(point[name])
+            x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+            relaxed, _ = self._logp_and_ratios(x0)
+        finally:
+            for name, s in self.shared.items():
+                s.set_value(saved[name])
+        if exact is None:
+            exact = float(sum(self.model.point_logps(point, round_vals=12).values()))
         # PyMC may evaluate some terms in float32 (constants such as p=0.5 are stored as
         # float32), so agreement is required to single precision, not to the last bit; a
         # wrong relaxation is off by O(1)
@@ -375,6 +471,8 @@ class _InformedStep(_SiteBlockStep):
         point = self._initial_point
         rng = np.random.default_rng(0)
         x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+        if x0.size == 0:
+            return True  # an empty block: nothing to estimate
         sites = np.arange(x0.size)
         if x0.size > max_sites:
             sites = np.sort(rng.choice(x0.size, max_sites, replace=False))
@@ -386,7 +484,9 @@ class _InformedStep(_SiteBlockStep):
                         value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
                     s.set_value(value)
                 logp0, ratios = self._logp_and_ratios(x0)
-                table = ratios.reshape(x0.size, -1)
+                if not np.isfinite(logp0):
+                    return False  # no point of positive probability to compare at
+                table = np.asarray(ratios).reshape(x0.size, -1)
                 for i in sites:
                     for v in range(self.n_categories[i]):
                         if v == x0[i]:
@@ -403,6 +503,46 @@ class _InformedStep(_SiteBlockStep):
         finally:
             for name, s in self.shared.items():
                 s.set_value(point[name])
+
+    def _stuck_advice(self) -> str | None:
+        if self.proposal == "gradient" and not self.ratios_are_exact:
+            return "The gradient's estimates of the local ratios may be poor: try proposal='exact'."
+        return None  # exact ratios at the smallest scale: the target is just this sharp
+
+    def _record_tuning(self, info: StepsInfo) -> None:
+        super()._record_tuning(info)
+        if self.proposal == "gradient" and self._stuck():
+            self._switch_to_exact()
+
+    def _switch_to_exact(self) -> None:
+        """Replace a gradient proposal that never moved by exact ratios, and restart tuning
+        for what is left of the tune phase."""
+        n_steps = self._tune_steps
+        self._fall_back_to_exact(
+            f"none of its first {n_steps} gradient proposals was accepted (the first-order "
+            "estimates of the local ratios are far from the exact ones here, e.g. near "
+            "values of zero probability)",
+            stacklevel=5,
+        )
+        self.compiled_loop = False
+        self._compile_exact_ratios()
+        self.ratios_are_exact = True
+        self._state = None
+        self._on_proposal_changed()
+        remaining = self._tuning_updates()
+        if remaining is not None:
+            remaining = max(remaining - n_steps, 1)
+        self.adapter.start(remaining)
+        self._reset_tuning_record()
+
+    def _on_proposal_changed(self) -> None:
+        """Hook: adjust what depends on the proposal after a switch to exact ratios."""
+
+    def _has_possible_move(self, state) -> bool:
+        weights = getattr(state, "site_weights", None)
+        if weights is None:
+            weights = state.weights
+        return bool(np.any(np.asarray(weights) > 0.0))
 
 
 class ALBP(_InformedStep):
@@ -595,7 +735,10 @@ class ARWM(_SiteBlockStep):
     """
 
     name = "arwm"
-    _stuck_advice = "The target is too sharp for uniform moves: use ALBP."
+    _frozen_advice = "Uniform moves rarely find a state of higher probability: use ALBP."
+
+    def _stuck_advice(self) -> str | None:
+        return "The target is too sharp for uniform moves: use ALBP."
 
     def __init__(
         self,
@@ -672,8 +815,9 @@ class PAS(_InformedStep):
         :class:`RelaxationWarning`.
     path_length : float, optional
         X, the mean path length, at the start of tuning (or always, with
-        ``adapt=False``); between 1 and the number of sites N. Default: 2 (1 for a
-        single site).
+        ``adapt=False``); between 1.5 (paths of one and of two moves must both occur,
+        or the chain can be periodic) and ``max(1.5, N)``, N the number of sites.
+        Default: 2.
     adapt : bool
         Tune X during PyMC's tune phase (dual averaging on log X, averaged iterate frozen
         at the end of tuning).
@@ -692,7 +836,7 @@ class PAS(_InformedStep):
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
     max_path_length : float, optional
-        Upper bound of X for the tuner. Default: N for the gradient proposal (a path
+        Upper bound of X for the tuner, at least 1.5. Default: N for the gradient proposal (a path
         costs O(N + L log N), so long paths are cheap) and ``min(N, 32)`` for the exact
         one (every move costs an evaluation of the model, so the acceptance rate alone
         would buy long paths at a cost that grows with them).
@@ -724,12 +868,18 @@ class PAS(_InformedStep):
 
     name = "pas"
     _scale_parameter = "path_length"
-    _fixed_count_of_changes = False
-    _stuck_advice = (
-        "On targets where only some path lengths can be accepted (e.g. the parity "
-        "model, where odd paths change the parity) the acceptance rises with X and the "
-        "tuner cannot find it: fix the path length, e.g. PAS(path_length=10, adapt=False)."
+    _scale_bounds_reason = (
+        "X is the mean path length: at least 1.5, so that paths of one and of two moves "
+        "both occur and the chain is aperiodic, and at most the number of sites (or "
+        "max_path_length; 32 for exact ratios, where every move costs an evaluation)"
     )
+
+    def _stuck_advice(self) -> str | None:
+        return (
+            "On targets where only some path lengths can be accepted (e.g. the parity "
+            "model, where odd paths change the parity) the acceptance rises with X and the "
+            "tuner cannot find it: fix the path length, e.g. PAS(path_length=10, adapt=False)."
+        )
 
     def __init__(
         self,
@@ -762,31 +912,41 @@ class PAS(_InformedStep):
             blocked=blocked,
         )
         self._compile_ratios(compile_kwargs)
-        if self.fallback_reason is not None:  # now exact: its bound applies
-            upper = self._max_scale(self.n_sites)
-            self.adapter.upper = upper
-            self.adapter.initial_scale = min(self.adapter.initial_scale, upper)
+        if self.fallback_reason is not None:
+            self._on_proposal_changed()
             self.adapter.start(None)
 
+    def _on_proposal_changed(self) -> None:
+        """Exact ratios now: their bound on X applies."""
+        upper = self._max_scale(self.n_sites)
+        self.adapter.upper = upper
+        self.adapter.initial_scale = min(self.adapter.initial_scale, upper)
+
     def _resolve_initial_scale(self, initial_scale):
-        """``path_length=None``: X = 2, or 1 for a single site."""
+        """``path_length=None``: X = 2 (1.5 on a block of one site)."""
         if initial_scale is None:
             return min(2.0, self._max_scale(self.n_sites))
         return initial_scale
 
+    def _min_scale(self) -> float:
+        """X >= 1.5: with X = 1 every path has length 1, and a target on which every
+        single move is accepted (e.g. fair coins) would see the chain alternate
+        deterministically (a periodic chain)."""
+        return 1.5
+
     def _max_scale(self, n_sites: int) -> float:
         """X may reach N (a path of random length, sites drawn with replacement, is no
         involution, so the "flip everything" periodicity that caps R at N/2 cannot
-        occur); exact paths stop at 32 by default (``max_path_length``)."""
-        upper = float(max(1, n_sites))
+        occur), and at least 1.5; exact paths stop at 32 by default (``max_path_length``)."""
+        upper = float(max(1.5, n_sites))
         if self._max_path_length is not None:
             try:
                 bound = float(self._max_path_length)
             except (TypeError, ValueError):
                 bound = float("nan")
-            if not 1.0 <= bound:
+            if not 1.5 <= bound:
                 raise ValueError(
-                    f"max_path_length must be a number >= 1, got {self._max_path_length!r}"
+                    f"max_path_length must be a number >= 1.5, got {self._max_path_length!r}"
                 )
             return min(upper, bound)
         return upper if self.proposal == "gradient" else min(upper, 32.0)

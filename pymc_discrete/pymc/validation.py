@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 __all__ = [
+    "block_value_vars",
     "check_bool",
     "check_choice",
     "check_discrete_block",
@@ -48,6 +49,60 @@ def check_unit_interval(name: str, value: float) -> float:
     if not 0.0 < v < 1.0:
         raise ValueError(f"{name} must lie strictly inside (0, 1), got {value!r}")
     return v
+
+
+def block_value_vars(model, vars, step_name: str, competence: Callable) -> list[Variable]:
+    """The value variables of the block a step samples.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    vars : random variable, sequence of them, or None
+        What the user passed; None takes every free variable of the model that the step
+        supports (``competence(rv)`` above INCOMPATIBLE), as PyMC's own steps do.
+    step_name : str
+        Name of the step method, for messages.
+    competence : callable
+        The step's ``competence(var, has_grad)``.
+
+    Raises
+    ------
+    ValueError
+        If ``vars`` is None and the model has no supported free variable, or a variable
+        belongs to another model or is not a free variable of this one.
+    """
+    from pymc.step_methods.compound import Competence
+    from pymc.util import get_value_vars_from_user_vars
+
+    if vars is None:
+        supported = [
+            rv for rv in model.free_RVs if competence(rv, False) > Competence.INCOMPATIBLE
+        ]
+        if not supported:
+            raise ValueError(
+                f"{step_name}() was given no variables and the model has no free Bernoulli "
+                "or Categorical variable to sample"
+            )
+        return [model.rvs_to_values[rv] for rv in supported]
+    user_vars = list(vars) if isinstance(vars, list | tuple) else [vars]
+    known = set(model.free_RVs) | set(model.value_vars)
+    for var in user_vars:
+        if var in known:
+            continue
+        name = getattr(var, "name", None)
+        if name is not None and name in model.named_vars:
+            raise ValueError(
+                f"{step_name}: the variable {name!r} belongs to another model than the one "
+                "the step is built for (build the step inside that model's context, or "
+                "pass model=...)"
+            )
+        if var in set(model.observed_RVs) or var in set(model.deterministics):
+            raise ValueError(f"{step_name}: {name!r} is not a free random variable of the model")
+        raise ValueError(
+            f"{step_name}: {var!r} is not a variable of this model (build the step inside "
+            "the model's context, or pass model=...)"
+        )
+    return get_value_vars_from_user_vars(user_vars, model)
 
 
 def check_discrete_block(
@@ -102,9 +157,14 @@ def check_discrete_block(
 
 
 def check_initial_point(
-    model, point: dict[str, np.ndarray], value_vars: Sequence[Variable], counts: Sequence[int]
+    model,
+    point: dict[str, np.ndarray],
+    value_vars: Sequence[Variable],
+    counts: Sequence[int],
+    strict: bool = True,
 ) -> float:
-    """Raise ValueError if a value is outside ``0 .. K - 1`` or the model's logp is not finite.
+    """Raise ValueError if a value is outside ``0 .. K - 1`` or (with ``strict``) the
+    model's logp is not finite.
 
     Parameters
     ----------
@@ -115,11 +175,15 @@ def check_initial_point(
         The block.
     counts : sequence of int
         Number of values of each variable.
+    strict : bool
+        Refuse a point of zero probability. Without it such a point returns NaN: a step
+        built before ``pm.sample(initvals=...)`` chooses its start checks that start at
+        its first draw instead.
 
     Returns
     -------
     float
-        The model's log density at the point (the sum of its terms).
+        The model's log density at the point (the sum of its terms), or NaN.
     """
     for value, k in zip(value_vars, counts):
         values = np.asarray(point[value.name])
@@ -131,6 +195,8 @@ def check_initial_point(
             )
     point_logps = model.point_logps(point, round_vals=12)
     bad = [name for name, lp in point_logps.items() if not np.isfinite(lp)]
+    if bad and not strict:
+        return float("nan")
     if bad:
         raise ValueError(
             "the initial point has a log density of -inf or NaN (terms: "

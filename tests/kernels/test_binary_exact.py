@@ -23,7 +23,10 @@ from tests.exact import (
     all_states,
     arwm_matrix,
     assert_frequencies_match,
+    assert_irreducible_and_aperiodic,
     assert_reversible,
+    mean_standard_error,
+    mixture_matrix,
     state_index,
     target_distribution,
 )
@@ -111,27 +114,80 @@ def _albp_counts(target, n, x0, scale, weight, seed):
     ],
 )
 def test_albp_kernel_matches_its_matrix(name, weight, r, x0):
+    """One step at scale r: the mixture over the random number of changes of the exact
+    fixed-R matrices."""
     target, n = TARGETS[name]
-    P = albp_matrix(target, n, r, weight)
+    P = mixture_matrix(lambda k: albp_matrix(target, n, k, weight), float(r), n)
     counts = _albp_counts(target, n, x0, float(r), weight, seed=r + 10 * n)
     assert_frequencies_match(counts, P[state_index(np.asarray(x0))])
 
 
-def test_albp_kernel_with_fractional_scale_mixes_neighbouring_sizes():
-    """R_t = 1.3: R = 2 with probability 0.3 and R = 1 otherwise (probabilistic rounding)."""
+def test_albp_kernel_with_fractional_scale_mixes_sizes():
+    """R_t = 1.3: R - 1 is Poisson with mean 0.3, and R > N stays."""
     target, n = TARGETS["gaussian4"]
-    P = 0.7 * albp_matrix(target, n, 1, "barker") + 0.3 * albp_matrix(target, n, 2, "barker")
+    P = mixture_matrix(lambda k: albp_matrix(target, n, k, "barker"), 1.3, n)
     assert_reversible(P, target_distribution(target, n))
     x0 = [0, 1, 1, 0]
     counts = _albp_counts(target, n, x0, 1.3, "barker", seed=7)
     assert_frequencies_match(counts, P[state_index(np.asarray(x0))])
 
 
+def _pinned_target(n_pinned: int, n_free: int):
+    """Free fair coins among sites pinned at 0 (log-odds -20.7, p = 1e-9): the block
+    that a fixed number of changes made reducible (R = 2 flipped both free coins)."""
+    log_odds = np.r_[np.full(n_pinned, np.log(1e-9)), np.zeros(n_free)]
+
+    def target(x):
+        x = np.asarray(x)
+        return float(log_odds @ x), log_odds * (1 - 2 * x)
+
+    return target
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0, 2.5])
+@pytest.mark.parametrize("weight", ["barker", "sqrt"])
+def test_albp_is_irreducible_and_aperiodic_with_pinned_sites(scale, weight):
+    """Exact transition matrices: with a random number of changes every scale gives an
+    irreducible, aperiodic chain on 2 free sites among 3 pinned ones (a fixed R = 2 does
+    not: the joint state of the free pair could never change)."""
+    n = 5
+    target = _pinned_target(3, 2)
+    pi = target_distribution(target, n)
+    fixed = albp_matrix(target, n, 2, weight)
+    free_pair = [state_index(np.array([0, 0, 0, a, b])) for a, b in ((0, 0), (0, 1))]
+    assert fixed[free_pair[0], free_pair[1]] < 1e-8  # (0, 0) -> (0, 1): one flip only
+    P = mixture_matrix(lambda k: albp_matrix(target, n, k, weight), scale, n)
+    assert_reversible(P, pi)
+    assert_irreducible_and_aperiodic(P, pi)
+    assert P[free_pair[0], free_pair[1]] > 0.05
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0])
+def test_arwm_is_irreducible_and_aperiodic_on_fair_coins(scale):
+    """Uniform target: with R fixed every move is accepted and the parity of the ones
+    alternates (period 2); the random number of changes breaks the period."""
+    n = 4
+    target = _pinned_target(0, n)
+    pi = target_distribution(target, n)
+    P = mixture_matrix(lambda k: arwm_matrix(target, n, k), scale, n)
+    assert_reversible(P, pi)
+    assert_irreducible_and_aperiodic(P, pi)
+
+
+def test_a_single_fair_coin_is_aperiodic():
+    """One site: R is 1, or 0 (stay) with probability 1 - exp(-1/20)."""
+    target = _pinned_target(0, 1)
+    pi = target_distribution(target, 1)
+    P = mixture_matrix(lambda k: albp_matrix(target, 1, k, "barker"), 1.0, 1)
+    assert_irreducible_and_aperiodic(P, pi)
+    assert 0.9 < P[0, 1] < 1.0
+
+
 @pytest.mark.parametrize("name,r,x0", [("ising6", 1, [0] * 6), ("gaussian6", 2, [1, 0, 0, 1, 1, 0]),
                                        ("forbidden4", 2, [1, 1, 0, 0])])
 def test_arwm_kernel_matches_its_matrix(name, r, x0):
     target, n = TARGETS[name]
-    P = arwm_matrix(target, n, r)
+    P = mixture_matrix(lambda k: arwm_matrix(target, n, k), float(r), n)
     rng = np.random.default_rng(3)
 
     def logp(x):
@@ -147,11 +203,13 @@ def test_arwm_kernel_matches_its_matrix(name, r, x0):
 
 
 def test_albp_chain_reaches_the_target_marginals():
-    """A long chain of the real kernel: site marginals within 5 Monte Carlo standard errors
-    (batch means) of enumeration, on the target with inexact gradient ratios."""
+    """A long chain of the real kernel: site marginals within 5 standard errors of
+    enumeration, on the target with inexact gradient ratios; the standard errors are the
+    exact ones of this chain (from its transition matrix), not batch-means estimates."""
     target, n = TARGETS["gaussian6"]
     pi = target_distribution(target, n)
-    truth = pi @ all_states(n)
+    states = all_states(n)
+    truth = pi @ states
     code = weight_code("barker")
     rng = np.random.default_rng(11)
     state = init_lb_state(np.zeros(n, dtype=np.int64), target, code)
@@ -159,6 +217,6 @@ def test_albp_chain_reaches_the_target_marginals():
     for t in range(draws.shape[0]):
         state, _ = albp_step(state, 1.5, rng, target, code)
         draws[t] = state.x
-    batches = draws.reshape(100, -1, n).mean(axis=1)
-    mcse = batches.std(axis=0, ddof=1) / np.sqrt(batches.shape[0])
-    assert np.all(np.abs(draws.mean(axis=0) - truth) < 5 * mcse)
+    P = mixture_matrix(lambda k: albp_matrix(target, n, k, "barker"), 1.5, n)
+    se = mean_standard_error(P, pi, states, draws.shape[0])
+    assert np.all(np.abs(draws.mean(axis=0) - truth) < 5 * se)

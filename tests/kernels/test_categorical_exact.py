@@ -14,6 +14,7 @@ from pymc_discrete.kernels.categorical import (
 )
 from pymc_discrete.kernels.weights import weight_code
 from tests.exact import (
+    mixture_matrix,
     assert_frequencies_match,
     assert_reversible,
     categorical_albp_matrix,
@@ -53,7 +54,7 @@ def test_categorical_arwm_matrix_is_reversible(r):
 )
 def test_categorical_albp_kernel_matches_its_matrix(name, weight, r, x0):
     target = TARGETS[name]
-    P = categorical_albp_matrix(target, KS, r, weight)
+    P = mixture_matrix(lambda k: categorical_albp_matrix(target, KS, k, weight), float(r), len(KS))
     code = weight_code(weight)
     rng = np.random.default_rng(r)
     state0 = init_categorical_lb_state(np.array(x0), target, code)
@@ -68,7 +69,7 @@ def test_categorical_albp_kernel_matches_its_matrix(name, weight, r, x0):
 @pytest.mark.parametrize("r,x0", [(1, [0, 0, 0]), (2, [1, 2, 3])])
 def test_categorical_arwm_kernel_matches_its_matrix(r, x0):
     target = TARGETS["exact"]
-    P = categorical_arwm_matrix(target, KS, r)
+    P = mixture_matrix(lambda k: categorical_arwm_matrix(target, KS, k), float(r), len(KS))
     rng = np.random.default_rng(11)
 
     def logp(x):
