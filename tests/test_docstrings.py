@@ -64,6 +64,7 @@ DOCTEST_MODULES = [
     "pymc_discrete.adaptation.dual_averaging",
     "pymc_discrete.adaptation.scale",
     "pymc_discrete.kernels.binary",
+    "pymc_discrete.kernels.binary_loop",
     "pymc_discrete.kernels.categorical",
     "pymc_discrete.kernels.common",
     "pymc_discrete.kernels.path",

@@ -1,8 +1,13 @@
 """Stateful tuner of the scale R of a step method, built on dual averaging.
 
-It runs only while tuning, restarts per chain, and freezes an averaged scale when tuning
-stops (or after the number of tuning draws announced at the start of the chain): the
-geometric mean of the iterates over the second half of tuning, not the last noisy one.
+It runs only while tuning, restarts per chain, and freezes a scale when tuning stops (or
+after the number of tuning draws announced at the start of the chain). The iterates of
+dual averaging wander around the scale of the target rate (each step's acceptance
+probability is a noisy signal), so the frozen scale is not the last iterate but the
+one a least-squares line through the second half of tuning says reaches the target:
+acceptance probability against log scale, solved for the target and kept within the
+range of scales seen there. Where the line does not fall with the scale (acceptance
+flat, or rising as on parity-like targets) the geometric mean of those iterates is used.
 """
 
 from __future__ import annotations
@@ -78,6 +83,11 @@ class ScaleAdapter:
         self._late_sum = 0.0
         self._late_accept = 0.0
         self._late_count = 0
+        # sums for the line of acceptance against log scale over the second half
+        self._late_xx = 0.0
+        self._late_xy = 0.0
+        self._late_min = math.inf
+        self._late_max = -math.inf
         self.tuning = self.adapt and n_tune != 0
 
     def update(self, accept_prob: float) -> None:
@@ -87,6 +97,7 @@ class ScaleAdapter:
         """
         if not self.tuning:
             return
+        used = math.log(self.scale)  # the scale that produced this acceptance probability
         self._state = dual_averaging_update(
             self._state,
             accept_prob,
@@ -96,9 +107,13 @@ class ScaleAdapter:
         )
         self.scale = min(max(math.exp(self._state.log_scale), self.lower), self.upper)
         if self.n_tune is not None and self._state.step > self.n_tune // 2:
-            self._late_sum += self._state.log_scale
+            self._late_sum += used
             self._late_accept += accept_prob
             self._late_count += 1
+            self._late_xx += used * used
+            self._late_xy += used * accept_prob
+            self._late_min = min(self._late_min, used)
+            self._late_max = max(self._late_max, used)
         if self.n_tune is not None and self._state.step >= self.n_tune:
             self.stop()
 
@@ -113,19 +128,41 @@ class ScaleAdapter:
         would be needed, or the acceptance does not fall as the scale grows)."""
         return (
             self._late_count > 0
-            and self.scale <= self.lower
+            and self.scale <= self.lower * (1.0 + 1e-9)  # exp(log) rounds above it
             and self.late_acceptance < self.target_accept - margin
         )
+
+    #: fewer late updates than this: no line, the geometric mean
+    _MIN_FOR_LINE = 20
+
+    def _late_solution(self) -> float:
+        """Log scale at which the least-squares line of the late acceptance probabilities
+        against log scale meets the target, within the late range; the mean log scale
+        if the line does not fall."""
+        n = self._late_count
+        mean_x = self._late_sum / n
+        if n < self._MIN_FOR_LINE:
+            return mean_x
+        mean_y = self._late_accept / n
+        var_x = self._late_xx / n - mean_x * mean_x
+        if not var_x > 1e-12 * max(1.0, mean_x * mean_x):
+            return mean_x
+        slope = (self._late_xy / n - mean_x * mean_y) / var_x
+        if not slope < 0.0:
+            return mean_x
+        solution = mean_x + (self.target_accept - mean_y) / slope
+        return min(max(solution, self._late_min), self._late_max)
 
     def stop(self) -> None:
         """Freeze the averaged scale; later updates leave it unchanged.
 
-        With a known number of tuning draws the frozen value is the geometric mean of the
-        iterates of the second half of tuning (the first half is the transient from the
-        initial scale); otherwise it is the dual-averaging average.
+        With a known number of tuning draws the frozen value comes from the second half
+        of tuning (the first half is the transient from the initial scale): the scale
+        where the least-squares line of acceptance against log scale meets the target
+        (module docstring); otherwise it is the dual-averaging average.
         """
         if self.tuning and self._late_count > 0:
-            final = math.exp(self._late_sum / self._late_count)
+            final = math.exp(self._late_solution())
         elif self.tuning and self._state.step > 0:
             final = dual_averaging_final(self._state)
         else:

@@ -305,11 +305,14 @@ def _own_relaxed_term(rv: Variable, relaxed_value: Variable, model) -> Variable:
         # xlogy: 0 log 0 = 0 at a value of probability zero, and the derivative in the
         # relaxed value stays log p - log1p(-p), -inf or +inf for p exactly 0 or 1: the
         # impossible flip gets the local ratio -inf (weight zero), never a NaN
-        return xlogy(relaxed_value, p) + xlog1py(1.0 - relaxed_value, -p)
+        # (broadcast first: the gradient of xlogy with respect to a broadcast argument,
+        # e.g. p depending on another relaxed site, does not sum over the broadcast axes)
+        x, p = pt.broadcast_arrays(relaxed_value, p)
+        return xlogy(x, p) + xlog1py(1.0 - x, -p)
     if isinstance(op, CategoricalRV):
         (p,) = op.dist_params(rv.owner)
         (p,) = model.replace_rvs_by_values([p])
-        return xlogy(relaxed_value, pt.cast(p, "float64"))
+        return xlogy(*pt.broadcast_arrays(relaxed_value, pt.cast(p, "float64")))
     raise RelaxationError(f"no relaxation of the own term of {rv.name!r} ({type(op).__name__})")
 
 

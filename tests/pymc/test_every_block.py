@@ -101,6 +101,18 @@ def test_values_of_probability_zero_are_never_visited(step):
     assert_joint_frequencies_match(idata, names, states, probs)
 
 
+def test_structural_zeros_in_the_compiled_loop():
+    with pm.Model() as model:
+        b = pm.Bernoulli("b", np.array([0.0, 1.0, 0.4, 0.55, 0.3]), shape=5)
+        pm.Potential("tie", 0.9 * b[2] * b[3] - 0.7 * b[3] * b[4])
+        step = pmd.ALBP([b], compiled_loop=True, steps_per_draw=2)
+    states, probs = enumerate_block(model, ["b"])
+    idata = _sample(model, step, draws=1000, tune=200)
+    draws = draws_of(idata, ["b"])
+    assert (draws[..., 0] == 0).all() and (draws[..., 1] == 1).all()
+    assert_joint_frequencies_match(idata, ["b"], states, probs)
+
+
 def test_registered_sampling_of_structural_zeros():
     """Plain ``pm.sample()`` after ``register()`` (the gradient proposal) on p = 0 and 1."""
     model = _structural_zeros()

@@ -77,12 +77,13 @@ def test_parity_model_is_crossed_by_paths():
 
 def test_tuning_that_cannot_reach_the_target_warns():
     """On the parity model the acceptance rises with X (odd paths are rejected), so
-    tuning toward 0.574 drives X to 1: the step says so instead of failing silently."""
+    tuning toward 0.574 drives X to its lower bound 1.5: the step says so instead of
+    failing silently."""
     model = parity_model(8, 5.0)
     step = pmd.PAS([model["x"]], model=model)
     with pytest.warns(pmd.TuningWarning, match="fix the path length"):
         idata = _sample(model, step, draws=50, tune=300, chains=1)
-    assert idata.sample_stats["scaling"].values[0, 0] == 1.0
+    assert idata.sample_stats["scaling"].values[0, 0] == pytest.approx(1.5)
 
 
 def test_unrelaxable_model_falls_back_to_exact_paths():
@@ -127,14 +128,14 @@ def test_path_length_is_tuned_then_frozen():
     """On a 20x20 Ising lattice the acceptance falls as paths grow: X is tuned toward 0.574.
     (On independent sites the acceptance stays near 1 for any X, and X runs to N.)"""
     model = ising_model(20, "C2")
-    step = pmd.PAS([model["x"]], model=model, path_length=1.0)
+    step = pmd.PAS([model["x"]], model=model, path_length=1.5)
     idata = _sample(model, step, draws=2000, tune=2000, discard_tuned_samples=False)
     accept = idata.sample_stats["accept"].values
     scaling = idata.sample_stats["scaling"].values
     for chain in range(2):
         assert abs(accept[chain].mean() - 0.574) < 0.06, accept[chain].mean()
         assert np.unique(scaling[chain]).size == 1
-        assert idata.warmup_sample_stats["scaling"].values[chain, 0] == 1.0
+        assert idata.warmup_sample_stats["scaling"].values[chain, 0] == 1.5
         assert 10.0 < scaling[chain, 0] < 400.0
 
 

@@ -194,11 +194,16 @@ def test_initial_scale_outside_one_to_n_is_refused(input_model, cls):
 
 
 @pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
-def test_initial_point_with_minus_inf_logp_is_refused(input_model, cls):
+def test_initial_point_with_minus_inf_logp_is_refused_at_the_first_draw(input_model, cls):
+    """A step may be built at a point of probability zero (``pm.sample(initvals=...)``
+    chooses the start later); sampling from such a point is an error naming the term."""
     point = input_model.initial_point()
     point["g"] = np.ones(3, dtype=np.int64)
+    step = cls([input_model["g"]], model=input_model, initial_point=point)
+    step.setup_chain(np.random.default_rng(0), 10, 10)
+    q0 = pm.blocking.DictToArrayBijection.map({"g": point["g"]})
     with pytest.raises(ValueError, match="-inf"):
-        cls([input_model["g"]], model=input_model, initial_point=point)
+        step.astep(q0)
 
 
 def test_initial_point_outside_zero_one_is_refused(input_model):
@@ -221,7 +226,10 @@ def test_several_steps_per_draw(coupled_model, coupled_truth, cls):
     assert ((0 < accepted) & (accepted < 1)).any()
     moved = (np.diff(idata.posterior["x"].values, axis=1) != 0).sum(axis=-1)
     np.testing.assert_array_equal(moved, stats["jump_distance"].values[:, 1:])
-    assert (stats["n_proposed"].values >= 4).all()
+    # each step proposes at least one site, unless its number of changes exceeds the
+    # 4 sites (it then stays: P = 0.02 at the largest scale, 2)
+    assert (stats["n_proposed"].values >= 1).all()
+    assert (stats["n_proposed"].values >= 4).mean() > 0.9
     assert np.unique(stats["scaling"].values[0]).size == 1
 
 
