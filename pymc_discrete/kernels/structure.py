@@ -9,21 +9,51 @@ proper colouring of the "share a term" graph, all N exact log-ratios cost (colou
 evaluations of T: O(N) for models with sparse interactions (a lattice needs 2 to 5
 colours), and N + 1 evaluations (brute force) when one term depends on every site.
 
+Finding the ``D_i`` (:func:`discover_structure_csr`) is a one-off set-up cost. Moving
+every site on its own at each probe point (brute force) costs N evaluations of all M
+terms per probe: O(N M), quadratic on a sparse model. When the caller knows a
+*superset* of every term's sites (:class:`DependencySuperset`, e.g. read off the model's
+symbolic graph), the same answer costs (groups + 1) evaluations per probe: colour the
+sites so that no term may depend on two sites of one group, move a whole group at once,
+and attribute every changed term to the one site of the group it may depend on. That is
+exact, not a heuristic: a term that may depend on only one site of the moved group
+changes exactly as if that site had moved alone. Random single-site moves then check
+the decoding, and anything the superset cannot explain raises
+:class:`StructureMismatch` (the caller falls back to brute force).
+
 Pure numpy/numba; the caller supplies the batched evaluator of T.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
-__all__ = ["TermStructure", "discover_structure", "greedy_colouring", "colour_ratios"]
+__all__ = [
+    "DependencySuperset",
+    "StructureMismatch",
+    "TermStructure",
+    "build_structure",
+    "build_structure_csr",
+    "colour_ratios",
+    "discover_structure",
+    "discover_structure_csr",
+    "greedy_colouring",
+    "greedy_colouring_csr",
+    "transpose_csr",
+]
 
 #: ``states (B, N) int64 -> terms (B, M) float64``
 BatchTerms = Callable[[np.ndarray], np.ndarray]
+#: Called with a short description of what the discovery is doing (for progress logs).
+Progress = Callable[[str], None]
+
+#: Default number of single-site moves that check a grouped discovery, over all probes.
+N_CHECKS = 48
 
 
 class TermStructure(NamedTuple):
@@ -45,55 +75,182 @@ class TermStructure(NamedTuple):
     n_colours: int
 
 
+class DependencySuperset(NamedTuple):
+    """Every site each term *may* depend on: a sound over-approximation.
+
+    A site not listed for a term must not affect it, at any state; listing a site that
+    does not affect the term only costs speed. :func:`discover_structure_csr` relies on
+    this to move many sites at once.
+
+    Attributes
+    ----------
+    term_ptr, term_sites : ndarray of int64
+        CSR lists: the sites term k may depend on are
+        ``term_sites[term_ptr[k]:term_ptr[k + 1]]``, sorted.
+    """
+
+    term_ptr: np.ndarray
+    term_sites: np.ndarray
+
+
+class StructureMismatch(RuntimeError):
+    """A grouped discovery saw a change that its :class:`DependencySuperset` cannot
+    explain: the superset is wrong, and the grouped result must not be used."""
+
+
 def _changed(base: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """Terms that differ (NaN or inf on either side counts as a change: conservative)."""
+    """Terms that differ. NaN on either side counts as a change (NaN != NaN), which is
+    conservative; equal infinities (-inf at both) count as unchanged."""
     same = base == other
     return ~same
 
 
-def discover_structure(
-    batch_terms: BatchTerms,
-    probes: np.ndarray,
-    rows_per_call: int,
-    n_categories: np.ndarray | None = None,
-) -> list[np.ndarray]:
-    """Find the terms each site's flip changes, at every probe point.
+# ---------------------------------------------------------------------------------------
+# CSR helpers
+
+
+def _csr_from_lists(lists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ptr, flat)`` CSR arrays from a list of int arrays."""
+    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([np.size(t) for t in lists])
+    flat = (np.concatenate([np.asarray(t, dtype=np.int64).ravel() for t in lists])
+            if len(lists) else np.empty(0, np.int64))
+    return ptr, flat.astype(np.int64)
+
+
+def _lists_from_csr(ptr: np.ndarray, flat: np.ndarray) -> list[np.ndarray]:
+    return [flat[ptr[i]:ptr[i + 1]].copy() for i in range(ptr.size - 1)]
+
+
+def transpose_csr(
+    ptr: np.ndarray, flat: np.ndarray, n_cols: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Transpose CSR lists (rows -> columns), each output list sorted.
 
     Parameters
     ----------
-    batch_terms : callable
-        Batched evaluator of the term vector.
-    probes : ndarray of int64, shape (P, N)
-        Binary points to probe; a dependency seen at any of them is kept (an interaction
-        ``x_i x_j`` only shows when ``x_j = 1``, so probe at several points, e.g. all
-        zeros, all ones and random points).
-    rows_per_call : int
-        Batch size of ``batch_terms`` calls (bounds memory).
-    n_categories : ndarray of int64, optional
-        Number of values of every site (default: binary). A site is probed by moving it
-        to its next value, ``(x_i + 1) mod K_i``.
+    ptr, flat : ndarray of int64
+        Row i holds ``flat[ptr[i]:ptr[i + 1]]``, entries in ``[0, n_cols)``.
+    n_cols : int
+        Number of columns.
 
     Returns
     -------
-    list of ndarray of int64
-        ``terms[i]``: the sorted terms that depend on site i.
+    ptr_t, flat_t : ndarray of int64
+        Column j holds the rows that list j, in increasing order.
     """
-    n = probes.shape[1]
-    found: list[set] = [set() for _ in range(n)]
-    for x in probes:
-        base = batch_terms(x[None, :])[0]
-        for start in range(0, n, rows_per_call):
-            sites = np.arange(start, min(n, start + rows_per_call))
-            states = np.repeat(x[None, :], sites.size, axis=0)
-            rows = np.arange(sites.size)
-            if n_categories is None:
-                states[rows, sites] = 1 - states[rows, sites]
-            else:
-                states[rows, sites] = (states[rows, sites] + 1) % n_categories[sites]
-            changed = _changed(base[None, :], batch_terms(states))
-            for row, site in enumerate(sites):
-                found[site].update(np.flatnonzero(changed[row]).tolist())
-    return [np.array(sorted(s), dtype=np.int64) for s in found]
+    rows = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
+    order = np.argsort(flat, kind="stable")  # stable: rows stay increasing per column
+    ptr_t = np.zeros(n_cols + 1, dtype=np.int64)
+    ptr_t[1:] = np.cumsum(np.bincount(flat, minlength=n_cols))
+    return ptr_t, rows[order]
+
+
+# ---------------------------------------------------------------------------------------
+# Colouring
+
+
+@numba.njit(cache=True)
+def _hash_rows(ptr, flat):
+    out = np.empty(ptr.size - 1, dtype=np.uint64)
+    for k in range(ptr.size - 1):
+        h = np.uint64(1469598103934665603)
+        for p in range(ptr[k], ptr[k + 1]):
+            h = (h ^ np.uint64(flat[p] + 1)) * np.uint64(1099511628211)
+        out[k] = h ^ np.uint64(ptr[k + 1] - ptr[k])
+    return out
+
+
+@numba.njit(cache=True)
+def _distinct_rows(ptr, flat, hashes, order):
+    """Keep one row of every set of identical rows (and no empty row): rows sorted by
+    hash, every row compared exactly with the kept rows of its hash (collisions are
+    rare, so this is linear in practice)."""
+    m = ptr.size - 1
+    keep = np.zeros(m, dtype=np.bool_)
+    start = 0
+    while start < m:
+        stop = start + 1
+        while stop < m and hashes[order[stop]] == hashes[order[start]]:
+            stop += 1
+        for a in range(start, stop):
+            k = order[a]
+            n_k = ptr[k + 1] - ptr[k]
+            if n_k == 0:
+                continue
+            duplicate = False
+            for b in range(start, a):
+                j = order[b]
+                if not keep[j] or ptr[j + 1] - ptr[j] != n_k:
+                    continue
+                same = True
+                for q in range(n_k):
+                    if flat[ptr[k] + q] != flat[ptr[j] + q]:
+                        same = False
+                        break
+                if same:
+                    duplicate = True
+                    break
+            keep[k] = not duplicate
+        start = stop
+    return keep
+
+
+@numba.njit(cache=True)
+def _greedy_colour(n, site_ptr, site_terms, term_ptr, term_sites):
+    """Smallest colour not used by an earlier site sharing a term, in site order. Costs
+    the sum over terms of (sites of the term)^2."""
+    colour = np.full(n, -1, dtype=np.int64)
+    taken = np.full(n + 1, -1, dtype=np.int64)  # taken[c] == i: colour c is used near i
+    for i in range(n):
+        for p in range(site_ptr[i], site_ptr[i + 1]):
+            k = site_terms[p]
+            for q in range(term_ptr[k], term_ptr[k + 1]):
+                c = colour[term_sites[q]]
+                if c >= 0:
+                    taken[c] = i
+        c = 0
+        while taken[c] == i:
+            c += 1
+        colour[i] = c
+    return colour
+
+
+def greedy_colouring_csr(
+    site_ptr: np.ndarray, site_terms: np.ndarray, n_terms: int
+) -> tuple[np.ndarray, int]:
+    """Colour sites so that two sites sharing a term get different colours (greedy, in
+    site order), from CSR lists.
+
+    Terms with identical site lists are merged first (they add no constraint), so a
+    model where M terms all depend on the same N sites costs O(N^2), not O(M N^2).
+
+    Parameters
+    ----------
+    site_ptr, site_terms : ndarray of int64
+        The terms of site i are ``site_terms[site_ptr[i]:site_ptr[i + 1]]``.
+    n_terms : int
+        Number of terms M.
+
+    Returns
+    -------
+    colour : ndarray of int64, shape (N,)
+    n_colours : int
+    """
+    n = site_ptr.size - 1
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    site_ptr = np.asarray(site_ptr, dtype=np.int64)
+    site_terms = np.asarray(site_terms, dtype=np.int64)
+    term_ptr, term_sites = transpose_csr(site_ptr, site_terms, n_terms)
+    hashes = _hash_rows(term_ptr, term_sites)
+    keep = _distinct_rows(term_ptr, term_sites, hashes, np.argsort(hashes, kind="stable"))
+    kept = keep[site_terms]
+    site_of_entry = np.repeat(np.arange(n, dtype=np.int64), np.diff(site_ptr))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(np.bincount(site_of_entry[kept], minlength=n))
+    colour = _greedy_colour(n, ptr, site_terms[kept], term_ptr, term_sites)
+    return colour, int(colour.max()) + 1
 
 
 def greedy_colouring(terms_of_site: list[np.ndarray], n_terms: int) -> tuple[np.ndarray, int]:
@@ -112,28 +269,381 @@ def greedy_colouring(terms_of_site: list[np.ndarray], n_terms: int) -> tuple[np.
     colour : ndarray of int64, shape (N,)
     n_colours : int
     """
-    n = len(terms_of_site)
-    sites_of_term: list[list[int]] = [[] for _ in range(n_terms)]
-    for i, terms in enumerate(terms_of_site):
-        for k in terms:
-            sites_of_term[k].append(i)
-    colour = np.full(n, -1, dtype=np.int64)
-    for i in range(n):
-        taken = {colour[j] for k in terms_of_site[i] for j in sites_of_term[k] if colour[j] >= 0}
-        c = 0
-        while c in taken:
-            c += 1
-        colour[i] = c
-    return colour, int(colour.max()) + 1 if n else 0
+    return greedy_colouring_csr(*_csr_from_lists(terms_of_site), n_terms)
+
+
+def build_structure_csr(site_ptr: np.ndarray, site_terms: np.ndarray, n_terms: int
+                        ) -> TermStructure:
+    """:class:`TermStructure` (with its colouring) from CSR per-site term lists.
+
+    Parameters
+    ----------
+    site_ptr, site_terms : ndarray of int64
+        The terms of site i are ``site_terms[site_ptr[i]:site_ptr[i + 1]]``.
+    n_terms : int
+        Number of terms M.
+
+    Returns
+    -------
+    TermStructure
+    """
+    site_ptr = np.asarray(site_ptr, dtype=np.int64)
+    site_terms = np.asarray(site_terms, dtype=np.int64)
+    colour, n_colours = greedy_colouring_csr(site_ptr, site_terms, n_terms)
+    return TermStructure(site_ptr, site_terms, colour, n_colours)
 
 
 def build_structure(terms_of_site: list[np.ndarray], n_terms: int) -> TermStructure:
-    """CSR lists and colouring from the per-site term lists."""
-    ptr = np.zeros(len(terms_of_site) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([t.size for t in terms_of_site])
-    flat = np.concatenate(terms_of_site) if terms_of_site else np.empty(0, np.int64)
-    colour, n_colours = greedy_colouring(terms_of_site, n_terms)
-    return TermStructure(ptr, flat.astype(np.int64), colour, n_colours)
+    """CSR lists and colouring from the per-site term lists.
+
+    Parameters
+    ----------
+    terms_of_site : list of ndarray of int64
+        The terms of every site.
+    n_terms : int
+        Number of terms M.
+
+    Returns
+    -------
+    TermStructure
+    """
+    return build_structure_csr(*_csr_from_lists(terms_of_site), n_terms)
+
+
+# ---------------------------------------------------------------------------------------
+# Discovery
+
+
+def _moves(probes: np.ndarray, n_categories: np.ndarray | None, shifts) -> list[tuple]:
+    """Every (probe index, shift) pair, with the shifts to use."""
+    if n_categories is None:
+        shifts = (1,)
+    elif shifts is None:  # every other value of every site (see discover_structure_csr)
+        shifts = tuple(range(1, max(2, int(np.max(n_categories)))))
+    return [(p, int(s)) for p in range(probes.shape[0]) for s in shifts]
+
+
+def _moved_values(x: np.ndarray, shift: int, n_categories: np.ndarray | None) -> np.ndarray:
+    if n_categories is None:
+        return 1 - x
+    return (x + shift) % n_categories
+
+
+def discover_structure_csr(
+    batch_terms: BatchTerms,
+    probes: np.ndarray,
+    rows_per_call: int,
+    n_categories: np.ndarray | None = None,
+    superset: DependencySuperset | None = None,
+    shifts: Sequence[int] | None = None,
+    n_checks: int = N_CHECKS,
+    seed: int = 0,
+    progress: Progress | None = None,
+    report: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Find the terms each site's move changes, at every probe point (CSR result).
+
+    The result is the brute-force one: term k is listed for site i iff moving site i
+    alone changes term k (``!=``, so NaN counts as a change) at some probe point and
+    shift. With ``superset`` it is computed in (groups + 1) evaluations per probe and
+    shift instead of N + 1 (see the module docstring); terms that are NaN at a probe are
+    then listed only for the sites the superset allows, not for every site.
+
+    Parameters
+    ----------
+    batch_terms : callable
+        Batched evaluator of the term vector.
+    probes : ndarray of int64, shape (P, N)
+        Points to probe; a dependency seen at any of them is kept (an interaction
+        ``x_i x_j`` only shows when ``x_j = 1``, so probe at several points, e.g. all
+        zeros, all ones and random points).
+    rows_per_call : int
+        Batch size of ``batch_terms`` calls (bounds memory).
+    n_categories : ndarray of int64, optional
+        Number of values of every site (default: binary, a site is probed by flipping
+        it). A categorical site is probed by moving it to ``(x_i + s) mod K_i`` for
+        every shift s.
+    superset : DependencySuperset, optional
+        Sites every term may depend on; None probes every site on its own.
+    shifts : sequence of int, optional
+        Shifts of a categorical site (default: 1 .. max(K) - 1, every other value, so
+        that a term that changes only between some values is not missed). Ignored for
+        binary sites.
+    n_checks : int
+        Single-site moves (over all probes and shifts) that check a grouped discovery.
+    seed : int
+        Seed of the choice of checked sites.
+    progress : callable, optional
+        Called with a description of the current stage.
+    report : dict, optional
+        Filled with ``groups`` (sites moved together per row: N groups when probing
+        site by site) and ``checks`` (single-site moves that checked them).
+
+    Returns
+    -------
+    site_ptr, site_terms : ndarray of int64
+        The terms of site i, sorted: ``site_terms[site_ptr[i]:site_ptr[i + 1]]``.
+
+    Raises
+    ------
+    StructureMismatch
+        If a grouped discovery saw a change the superset cannot explain.
+    """
+    probes = np.asarray(probes, dtype=np.int64)
+    ks = None if n_categories is None else np.asarray(n_categories, dtype=np.int64)
+    moves = _moves(probes, ks, shifts)
+    rows_per_call = max(1, int(rows_per_call))
+    report = {} if report is None else report
+    if superset is None:
+        report.update(groups=probes.shape[1], checks=0)
+        return _brute_force(batch_terms, probes, rows_per_call, ks, moves, progress)
+    return _grouped(batch_terms, probes, rows_per_call, ks, moves, superset, n_checks, seed,
+                    progress, report)
+
+
+def discover_structure(
+    batch_terms: BatchTerms,
+    probes: np.ndarray,
+    rows_per_call: int,
+    n_categories: np.ndarray | None = None,
+    superset: DependencySuperset | None = None,
+    shifts: Sequence[int] | None = None,
+    n_checks: int = N_CHECKS,
+    seed: int = 0,
+    progress: Progress | None = None,
+    report: dict | None = None,
+) -> list[np.ndarray]:
+    """Find the terms each site's move changes, at every probe point.
+
+    :func:`discover_structure_csr` with the result as one array per site.
+
+    Parameters
+    ----------
+    batch_terms : callable
+        Batched evaluator of the term vector.
+    probes : ndarray of int64, shape (P, N)
+        Points to probe.
+    rows_per_call : int
+        Batch size of ``batch_terms`` calls (bounds memory).
+    n_categories : ndarray of int64, optional
+        Number of values of every site (default: binary).
+    superset : DependencySuperset, optional
+        Sites every term may depend on; None probes every site on its own.
+    shifts : sequence of int, optional
+        Shifts of a categorical site (default: every other value).
+    n_checks : int
+        Single-site moves that check a grouped discovery.
+    seed : int
+        Seed of the choice of checked sites.
+    progress : callable, optional
+        Called with a description of the current stage.
+    report : dict, optional
+        Filled as by :func:`discover_structure_csr`.
+
+    Returns
+    -------
+    list of ndarray of int64
+        ``terms[i]``: the sorted terms that depend on site i.
+    """
+    return _lists_from_csr(*discover_structure_csr(
+        batch_terms, probes, rows_per_call, n_categories, superset, shifts, n_checks, seed,
+        progress, report,
+    ))
+
+
+def _rows_with_base(x: np.ndarray, count: int) -> np.ndarray:
+    """``count + 1`` copies of ``x``: row 0 stays the unmoved base of the batch.
+
+    The base is evaluated in the same batched call as the moved rows, as the sampler
+    does (``colour_states``): a batched matrix product may round differently for
+    different batch sizes, and a base from a separate call would then "change" in the
+    last bit where nothing moved.
+    """
+    return np.repeat(x[None, :], count + 1, axis=0)
+
+
+def _brute_force(batch_terms, probes, rows_per_call, ks, moves, progress):
+    """Move every site on its own: N evaluations of the M terms per probe and shift."""
+    n = probes.shape[1]
+    keys: list[np.ndarray] = []
+    m = 1
+    per_call = max(1, rows_per_call - 1)
+    for step, (p, shift) in enumerate(moves):
+        x = probes[p]
+        target = _moved_values(x, shift, ks)
+        sites = np.flatnonzero(target != x)
+        for start in range(0, sites.size, per_call):
+            if progress is not None:
+                progress(f"probing every site on its own: probe {step + 1}/{len(moves)}, "
+                         f"site {start}/{sites.size}")
+            chunk = sites[start:start + per_call]
+            states = _rows_with_base(x, chunk.size)
+            states[np.arange(1, chunk.size + 1), chunk] = target[chunk]
+            terms = batch_terms(states)
+            m = terms.shape[1]
+            r, k = np.nonzero(_changed(terms[:1], terms[1:]))
+            keys.append(chunk[r] * m + k)
+        keys = [np.unique(np.concatenate(keys))] if keys else []
+    flat = keys[0] if keys else np.empty(0, np.int64)
+    site_ptr = np.zeros(n + 1, dtype=np.int64)
+    site_ptr[1:] = np.cumsum(np.bincount(flat // m, minlength=n))
+    return site_ptr, (flat % m).astype(np.int64)
+
+
+#: A change of a term by more than this (relative to max(1, |value|)) cannot be rounding
+#: noise of a batched evaluation. Only the *checks* use it (a smaller change that the
+#: superset cannot explain is not taken as proof that the superset is wrong); which
+#: terms a site changes is decided by exact comparison, as brute force does.
+NOISE = 1e-9
+
+
+@numba.njit(cache=True)
+def _significant(t, b):
+    """``t`` differs from ``b`` by more than rounding noise (NaN or inf: yes)."""
+    return not (abs(t - b) <= NOISE * max(1.0, abs(b)))
+
+
+@numba.njit(cache=True)
+def _position_in_group(k, g, term_ptr, term_sites, group, group_ptr, group_sites):
+    """Position (in term_sites) of the one site of group g that term k may depend on,
+    or -1. Scans the shorter list: a lattice term lists 1-2 sites of large groups, a
+    dense term all N sites of one-site groups."""
+    lo, hi = term_ptr[k], term_ptr[k + 1]
+    glo, ghi = group_ptr[g], group_ptr[g + 1]
+    if hi - lo <= 16 or hi - lo <= (ghi - glo) * 8:
+        for q in range(lo, hi):
+            if group[term_sites[q]] == g:
+                return q
+        return -1
+    for a in range(glo, ghi):
+        site = group_sites[a]
+        q = lo + np.searchsorted(term_sites[lo:hi], site)
+        if q < hi and term_sites[q] == site:
+            return q
+    return -1
+
+
+@numba.njit(cache=True)
+def _decode_groups(terms, first_group, term_ptr, term_sites, group, group_ptr,
+                   group_sites, moved, found, strong):
+    """Row 0 of ``terms`` is the base, row r >= 1 has group ``first_group + r - 1``
+    moved. Attribute every changed term to the one moved site of the group it may
+    depend on (``found``; ``strong`` if beyond rounding noise). Returns the flat
+    (row, term) index of a significant change no moved site can explain, or -1."""
+    m = terms.shape[1]
+    for r in range(1, terms.shape[0]):
+        g = first_group + r - 1
+        for k in range(m):
+            b = terms[0, k]
+            t = terms[r, k]
+            if t == b:
+                continue
+            q = _position_in_group(k, g, term_ptr, term_sites, group, group_ptr, group_sites)
+            if q >= 0 and moved[term_sites[q]]:
+                found[q] = True
+                if _significant(t, b):
+                    strong[q] = True
+            elif b == b and _significant(t, b):
+                # (a term NaN at the probe "changes" in every row: not an error)
+                return r * m + k
+    return -1
+
+
+@numba.njit(cache=True)
+def _check_single(terms, sites, term_ptr, term_sites, found, strong):
+    """Row 0 of ``terms`` is the base, row r >= 1 has ``sites[r - 1]`` moved alone.
+    Compare with the grouped decoding: a significant single-site change the groups did
+    not attribute to the site, or a significant grouped change the site alone does not
+    make, means the superset is wrong. Returns the flat (row, term) index of the first
+    such disagreement, or -1. Terms NaN at the probe are skipped."""
+    m = terms.shape[1]
+    for r in range(1, terms.shape[0]):
+        i = sites[r - 1]
+        for k in range(m):
+            b = terms[0, k]
+            if b != b:
+                continue
+            t = terms[r, k]
+            lo, hi = term_ptr[k], term_ptr[k + 1]
+            q = lo + np.searchsorted(term_sites[lo:hi], i)
+            listed = q < hi and term_sites[q] == i
+            if t != b and _significant(t, b) and not (listed and found[q]):
+                return r * m + k
+            if listed and strong[q] and t == b:
+                return r * m + k
+    return -1
+
+
+def _grouped(batch_terms, probes, rows_per_call, ks, moves, superset, n_checks, seed,
+             progress, report):
+    """Move groups of sites that share no term of the superset: (groups + 1) evaluations
+    per probe and shift, then check single-site moves against the decoding."""
+    n = probes.shape[1]
+    term_ptr = np.asarray(superset.term_ptr, dtype=np.int64)
+    term_sites = np.asarray(superset.term_sites, dtype=np.int64)
+    m = term_ptr.size - 1
+    if progress is not None:
+        progress(f"colouring {n} sites by the {term_sites.size} possible dependencies")
+    site_ptr, site_terms = transpose_csr(term_ptr, term_sites, n)
+    group, n_groups = greedy_colouring_csr(site_ptr, site_terms, m)
+    group_sites = np.argsort(group, kind="stable")
+    group_ptr = np.zeros(n_groups + 1, dtype=np.int64)
+    group_ptr[1:] = np.cumsum(np.bincount(group, minlength=n_groups))
+    report.update(groups=n_groups, checks=0)
+    found = np.zeros(term_sites.size, dtype=np.bool_)
+    rng = np.random.default_rng(seed)
+    per_move = min(n, math.ceil(n_checks / len(moves))) if n_checks > 0 else 0
+    per_call = max(1, rows_per_call - 1)
+    for step, (p, shift) in enumerate(moves):
+        if progress is not None:
+            progress(f"probing {n_groups} groups of sites: probe {step + 1}/{len(moves)}")
+        x = probes[p]
+        target = _moved_values(x, shift, ks)
+        moved = target != x
+        found_here = np.zeros(term_sites.size, dtype=np.bool_)
+        strong_here = np.zeros(term_sites.size, dtype=np.bool_)
+        for g0 in range(0, n_groups, per_call):
+            g1 = min(n_groups, g0 + per_call)
+            states = _rows_with_base(x, g1 - g0)
+            for g in range(g0, g1):
+                sites = group_sites[group_ptr[g]:group_ptr[g + 1]]
+                states[g - g0 + 1, sites] = target[sites]
+            terms = batch_terms(states)
+            if terms.shape[1] != m:
+                raise ValueError(f"the superset lists {m} terms, batch_terms gives "
+                                 f"{terms.shape[1]}")
+            err = _decode_groups(terms, g0, term_ptr, term_sites, group, group_ptr,
+                                 group_sites, moved, found_here, strong_here)
+            if err >= 0:
+                g, k = g0 + err // m - 1, err % m
+                raise StructureMismatch(
+                    f"term {k} changed when group {g} moved (probe {p}, shift {shift}), "
+                    f"but it may depend on no site of that group: the dependency superset "
+                    "is wrong")
+        candidates = np.flatnonzero(moved)
+        if per_move and candidates.size:
+            sites = np.sort(rng.choice(candidates, min(per_move, candidates.size),
+                                       replace=False))
+            for start in range(0, sites.size, per_call):
+                chunk = sites[start:start + per_call]
+                states = _rows_with_base(x, chunk.size)
+                states[np.arange(1, chunk.size + 1), chunk] = target[chunk]
+                err = _check_single(batch_terms(states), chunk, term_ptr, term_sites,
+                                    found_here, strong_here)
+                report["checks"] += chunk.size
+                if err >= 0:
+                    raise StructureMismatch(
+                        f"moving site {chunk[err // m - 1]} alone (probe {p}, shift {shift}) "
+                        f"changes term {err % m} differently from the grouped probe: the "
+                        "dependency superset is wrong")
+        found |= found_here
+    # (term, site) pairs found -> per-site sorted term lists
+    terms_of_pair = np.repeat(np.arange(m, dtype=np.int64), np.diff(term_ptr))[found]
+    sites_of_pair = term_sites[found]
+    order = np.lexsort((terms_of_pair, sites_of_pair))
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    out_ptr[1:] = np.cumsum(np.bincount(sites_of_pair, minlength=n))
+    return out_ptr, terms_of_pair[order]
 
 
 def colour_states(x: np.ndarray, structure: TermStructure) -> np.ndarray:

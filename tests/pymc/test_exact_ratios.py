@@ -158,3 +158,277 @@ def test_fhmm_and_rbm_exact_ratios():
 
     flips = [logp(np.where(np.arange(8) == i, 1 - x, x)) - logp(x) for i in range(8)]
     np.testing.assert_allclose(exact._logp_and_ratios(x)[1], flips, rtol=1e-9, atol=1e-9)
+
+
+# --- set-up: grouped discovery of the term structure (linear in N on sparse models) ----
+
+FAST = {"mode": "FAST_COMPILE"}  # no code generation: these tests are about set-up
+
+
+def _exact_ratios(model, n_categories=None):
+    from pymc.pytensorf import make_shared_replacements
+
+    from pymc_discrete.pymc.exact import ExactRatios
+
+    value_vars = [model.rvs_to_values[model["x"]]]
+    point = model.initial_point()
+    shared = make_shared_replacements(point, value_vars, model)
+    exact = ExactRatios(model, value_vars, point, shared, FAST, n_categories=n_categories)
+    return exact, np.ravel(point["x"]).astype(np.int64)
+
+
+def _structure_lists(structure):
+    s = structure
+    return [s.site_terms[s.site_ptr[i]:s.site_ptr[i + 1]] for i in range(s.site_ptr.size - 1)]
+
+
+def _brute_force_structure(exact, x0, n_categories=None, seed=0):
+    """The original site-by-site probing at the probes set-up uses (the models below have
+    no continuous variable, so set-up draws nothing before its probes)."""
+    from pymc_discrete.pymc.exact import probe_points
+    from tests.kernels.test_structure_discovery import brute_force_reference
+
+    probes = probe_points(x0, n_categories, np.random.default_rng(seed))
+    shifts = (1,) if n_categories is None else tuple(range(1, int(n_categories.max())))
+    return brute_force_reference(exact.batch_terms, probes, n_categories, shifts)
+
+
+def random_sparse_binary_model(n, seed):
+    """Bernoulli priors, couplings of random pairs by index arrays, a lattice by slices,
+    a product of three sites, a switch and an inc_subtensor. (No matrix product: a
+    batched one may round differently from a single-row one, and then differs from the
+    reference in the last bit; see the dense test below.)"""
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, n, (2, 2 * n))
+    keep = i != j
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", pm.Data("p", rng.uniform(0.2, 0.8, n)), shape=n)
+        s = 2.0 * x - 1.0
+        pm.Potential("pairs", (rng.normal(size=keep.sum()) * s[i[keep]] * s[j[keep]]).sum())
+        grid = s[: (n // 6) * 6].reshape((n // 6, 6))
+        pm.Potential("lattice", 0.3 * ((grid[:, 1:] * grid[:, :-1]).sum()
+                                       + (grid[1:] * grid[:-1]).sum()))
+        pm.Potential("triple", 1.3 * x[0] * x[5] * x[7])
+        pm.Potential("switch", pt.switch(pt.eq(x[3] + x[4], 2), 0.7, -0.2))
+        pm.Normal("y", mu=x[: n // 2] - 0.5 * x[n // 2 :], sigma=1.0,
+                  observed=rng.normal(size=n // 2))
+        z = pt.inc_subtensor(pt.zeros(5)[np.array([0, 0, 3])], x[np.array([1, 2, 9])] * 1.0)
+        pm.Potential("inc", (z ** 2).sum())
+    return model
+
+
+def random_sparse_categorical_model(n, k, seed):
+    """Categorical priors, Potts couplings of random pairs, fields indexed by the value,
+    a table of neighbouring values and a Gaussian likelihood with value-dependent means."""
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, n, (2, 2 * n))
+    keep = i != j
+    with pm.Model() as model:
+        z = pm.Categorical("x", rng.dirichlet(np.ones(k), size=n), shape=n)
+        pm.Potential("potts", (0.7 * pt.eq(z[i[keep]], z[j[keep]])).sum())
+        pm.Potential("fields", pt.as_tensor(rng.normal(size=(n, k)))[pt.arange(n), z].sum())
+        pm.Potential("table", pt.as_tensor(rng.normal(size=(k, k)))[z[:-1], z[1:]].sum())
+        pm.Normal("y", mu=pt.as_tensor(rng.normal(size=k))[z], sigma=1.0,
+                  observed=rng.normal(size=n))
+    return model
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_setup_structure_equals_brute_force_on_random_sparse_binary_models(seed):
+    exact, x0 = _exact_ratios(random_sparse_binary_model(36, seed))
+    assert exact.setup_report["method"] == "grouped"
+    assert exact.setup_report["imprecise_ops"] == []
+    truth = _brute_force_structure(exact, x0)
+    found = _structure_lists(exact.structure)
+    assert all(np.array_equal(a, b) for a, b in zip(found, truth, strict=True))
+    assert exact.structure.n_colours == greedy_colouring(truth, exact.n_terms)[1]
+
+
+def test_setup_structure_equals_brute_force_on_a_random_sparse_categorical_model():
+    ks = np.full(30, 3)
+    exact, x0 = _exact_ratios(random_sparse_categorical_model(30, 3, 0), ks)
+    assert exact.setup_report["method"] == "grouped"
+    truth = _brute_force_structure(exact, x0, ks)
+    found = _structure_lists(exact.structure)
+    assert all(np.array_equal(a, b) for a, b in zip(found, truth, strict=True))
+
+
+def test_setup_of_a_dense_model_keeps_every_dependency():
+    """One Gaussian likelihood term per observation on every indicator (``X @ g``, with
+    zeros in X): a group per site (brute-force cost), a superset of the site-by-site
+    structure (batched matrix products may differ in the last bit), exact ratios."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(8, 10)) * (rng.random((8, 10)) < 0.6)
+    with pm.Model() as model:
+        g = pm.Bernoulli("x", 0.3, shape=10)
+        pm.Normal("y", mu=pt.as_tensor(X) @ g, sigma=0.5, observed=rng.normal(size=8))
+    exact, x0 = _exact_ratios(model)
+    assert exact.setup_report["groups"] == 10
+    truth = _brute_force_structure(exact, x0)
+    found = _structure_lists(exact.structure)
+    assert all(set(b) <= set(a) for a, b in zip(found, truth, strict=True))
+    assert all(np.flatnonzero(X[:, i]).size <= len(a) - 1 for i, a in enumerate(found))
+    fn = model.compile_logp()
+    x = rng.integers(0, 2, 10)
+    base = fn({"x": x})
+    flips = [fn({"x": np.where(np.arange(10) == i, 1 - x, x)}) - base for i in range(10)]
+    np.testing.assert_allclose(exact(x)[1], flips, rtol=1e-9, atol=1e-9)
+
+
+def test_dependency_superset_is_sound_at_random_states():
+    """Every term that changes when one site moves, at random states (not only the
+    probes), is listed for that site, including ops without a precise rule."""
+    from pymc.pytensorf import join_nonshared_inputs, make_shared_replacements
+    from pytensor.graph.traversal import variable_depends_on
+
+    from pymc_discrete.pymc.exact import dependency_superset, split_into_pieces
+
+    rng = np.random.default_rng(0)
+    n = 12
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.4, shape=n)
+        w = pm.Normal("w", 0.0, 1.0)
+        z = pt.set_subtensor(pt.zeros(8)[2:6], x[4:8] * 2.0)
+        pm.Potential("set", (z ** 2).sum())
+        pm.Potential("join", pt.concatenate([x[:3], x[-3:]]) * pt.stack([x[6], x[7], x[8],
+                                                                        x[9], x[10], x[11]]))
+        pm.Potential("cumsum", w * pt.cumsum(x[:5]))
+        pm.Potential("max", pt.max(x.reshape((3, 4)), axis=1) + pt.argmax(x.reshape((4, 3)), 0).sum())
+        pm.Potential("mean", (x[6:10] - x[6:10].mean()) ** 2)
+        pm.Potential("dot", pt.dot(x.reshape((3, 4)), rng.normal(size=(4, 2))) * w)
+        pm.Potential("by_w", x[pt.cast(pt.abs(w) < 10, "int64")] * 0.5)
+    value_vars = [model.rvs_to_values[model["x"]]]
+    point = model.initial_point()
+    shared = make_shared_replacements(point, value_vars, model)
+    terms = model.logp(vars=model.free_RVs + model.potentials, sum=False)
+    pieces = [p for t in terms if variable_depends_on(t, value_vars)
+              for p in split_into_pieces(t, value_vars) if variable_depends_on(p, value_vars)]
+    vector = pt.concatenate([pt.cast(p, "float64").ravel() for p in pieces])
+    [vector], joined = join_nonshared_inputs(point, [vector], value_vars, shared)
+    report = {}
+    superset = dependency_superset(vector, joined, np.zeros(n, np.int64),
+                                   varying=list(shared.values()), report=report)
+    assert "Cumsum{axis=0}" in report["imprecise_ops"]
+    import pytensor
+
+    fn = pytensor.function([joined], vector, mode="FAST_COMPILE")
+    by_name = {v.name: s for v, s in shared.items()}
+    allowed = [set(superset.term_sites[superset.term_ptr[k]:superset.term_ptr[k + 1]])
+               for k in range(superset.term_ptr.size - 1)]
+    seen = 0
+    for trial in range(8):
+        by_name["w"].set_value(np.asarray(rng.normal()))
+        state = rng.integers(0, 2, n)
+        base = fn(state)
+        for i in range(n):
+            other = state.copy()
+            other[i] = 1 - other[i]
+            for k in np.flatnonzero(fn(other) != base):
+                seen += 1
+                assert i in allowed[k], (trial, i, k)
+    assert seen > 100
+    # indexing by another variable is not taken as fixed: "by_w" may read any site
+    assert len(allowed[-1]) == n
+
+
+@pytest.mark.parametrize("side", [10, 40])
+def test_setup_rows_do_not_grow_with_the_lattice(side):
+    """Batched term evaluations at set-up: (colours + 1) per probe plus a fixed number of
+    checks on 100 and on 1600 sites (site by site it was N + 1 per probe)."""
+    exact, _ = _exact_ratios(ising_model(side))
+    report = exact.setup_report
+    assert report["method"] == "grouped" and report["groups"] == 2
+    # per probe: the probe and the 2 colours in one call, then the checked sites with
+    # the probe again as the base of their call
+    assert report["rows"] == 6 * 4 + report["checks"] <= 75
+
+
+def test_setup_falls_back_to_site_by_site_when_the_analysis_gives_up(monkeypatch):
+    from pymc_discrete.pymc import exact as exact_module
+
+    model = random_sparse_binary_model(18, 2)
+    grouped, x0 = _exact_ratios(model)
+    monkeypatch.setattr(exact_module, "MAX_DEPENDENCY_PAIRS", 10)
+    fallback, _ = _exact_ratios(model)
+    assert fallback.setup_report["method"] == "site by site"
+    assert "more than 10" in fallback.setup_report["fallback"]
+    for a, b in zip(_structure_lists(grouped.structure), _structure_lists(fallback.structure)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, caplog):
+    """A bug in the graph analysis (simulated: a dependency dropped) is caught by the
+    grouped discovery's checks, and set-up still ends with the right structure."""
+    from pymc_discrete.kernels.structure import DependencySuperset
+    from pymc_discrete.pymc import exact as exact_module
+
+    model = ising_model(6)
+    right, x0 = _exact_ratios(model)
+    real = exact_module.dependency_superset
+
+    def drop_one(*args, **kwargs):
+        s = real(*args, **kwargs)
+        lists = [s.term_sites[s.term_ptr[k]:s.term_ptr[k + 1]]
+                 for k in range(s.term_ptr.size - 1)]
+        lists[-1] = lists[-1][:1]  # the last coupling forgets one of its two sites
+        ptr = np.concatenate([[0], np.cumsum([t.size for t in lists])])
+        return DependencySuperset(ptr, np.concatenate(lists))
+
+    monkeypatch.setattr(exact_module, "dependency_superset", drop_one)
+    with caplog.at_level("WARNING", logger="pymc.pymc_discrete"):
+        wrong, _ = _exact_ratios(model)
+    assert wrong.setup_report["method"] == "site by site"
+    assert wrong.setup_report["structure"] == "probes"  # the wrong superset is not used
+    assert any("failed its check" in r.message for r in caplog.records)
+    truth = _brute_force_structure(wrong, x0)
+    for a, b in zip(truth, _structure_lists(wrong.structure), strict=True):
+        np.testing.assert_array_equal(a, b)
+    x = np.random.default_rng(0).integers(0, 2, x0.size)
+    np.testing.assert_allclose(wrong(x)[1], right(x)[1], rtol=1e-12, atol=1e-12)
+
+
+def test_slow_setup_says_what_it_is_doing(monkeypatch, caplog):
+    """Past PROGRESS_AFTER seconds every stage is logged on a child of PyMC's logger
+    (shown by PyMC's own stderr handler when logging is not configured)."""
+    from pymc_discrete.pymc import exact as exact_module
+
+    monkeypatch.setattr(exact_module, "PROGRESS_AFTER", 0.0)
+    with caplog.at_level("INFO", logger="pymc"):
+        _exact_ratios(ising_model(5))
+    messages = [r.getMessage() for r in caplog.records if r.name == "pymc.pymc_discrete"]
+    assert any("compiling" in m for m in messages)
+    assert any("probing 2 groups" in m for m in messages)
+    assert "done in" in messages[-1]
+    caplog.clear()
+    monkeypatch.setattr(exact_module, "PROGRESS_AFTER", 1e9)
+    with caplog.at_level("INFO", logger="pymc"):
+        _exact_ratios(ising_model(5))
+    assert not [r for r in caplog.records if r.name == "pymc.pymc_discrete"]
+
+
+def test_a_dependency_that_shows_at_no_probe_point_is_still_exact():
+    """``x_i = 1, x_{i+1} = 0, x_{i+2} = 1`` is rewarded: a triple's term changes only
+    where its other two sites have that pattern, so some triples show no dependency at
+    any of the six probe points. Colouring by the graph's superset keeps every ratio
+    exact anyway (probed dependencies alone put such sites in one colour)."""
+    n = 60
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=n)
+        pm.Potential("pattern", 1.7 * pt.eq(x[:-2] - x[1:-1] + x[2:], 2).sum())
+    exact, x0 = _exact_ratios(model)
+    assert exact.setup_report["structure"] == "graph"
+    probed = _brute_force_structure(exact, x0)
+    graph = _structure_lists(exact.structure)
+    hidden = sum(len(t) < len(g) for t, g in zip(probed, graph, strict=True))
+    assert hidden > 0  # the probes alone would miss some dependencies
+    rng = np.random.default_rng(4)
+    logp = model.compile_logp()
+    for _ in range(20):
+        x = rng.integers(0, 2, n)
+        base, ratios = exact(x)
+        flips = []
+        for i in range(n):
+            y = x.copy()
+            y[i] = 1 - y[i]
+            flips.append(logp({"x": y}) - logp({"x": x}))
+        np.testing.assert_allclose(ratios, flips, rtol=1e-12, atol=1e-12)
