@@ -9,9 +9,10 @@ import itertools
 import numpy as np
 import pytest
 from scipy import stats
-from scipy.special import logsumexp
+from scipy.special import gammaln, logsumexp
 
 from pymc_discrete.kernels.sample_adaptive import (
+    PopulationState,
     _substitute,
     init_population,
     samcmc_step,
@@ -55,6 +56,105 @@ def test_substitution_weights_match_the_formula(proposal, covariance):
         fast = substitution_log_weights(state, y, -1.3, proposal, covariance, dof=4.0)
         slow = _reference_log_weights(points, logps, y, -1.3, proposal, covariance, 4.0)
         np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-9)
+
+
+def _explicit_log_weights(points, logps, y, logp_y, proposal, covariance, dof):
+    """lambda_n with every S_-n's mean and covariance built by hand and the Gaussian or
+    Student-t log density written out (O(N d^3)); -inf where S_-n's covariance is
+    singular."""
+    n, d = points.shape
+
+    def log_q(x, pop):
+        mean = pop.sum(axis=0) / n
+        cov = sum(np.outer(p - mean, p - mean) for p in pop) / (n - 1)
+        if covariance == "diagonal":
+            cov = np.diag(np.diag(cov))
+        if np.linalg.matrix_rank(cov) < d:
+            return -np.inf
+        r = x - mean
+        quad = r @ np.linalg.solve(cov, r)
+        sign, logdet = np.linalg.slogdet(cov)
+        assert sign > 0
+        if proposal == "gaussian":
+            return -0.5 * (quad + logdet + d * np.log(2 * np.pi))
+        return (gammaln((dof + d) / 2) - gammaln(dof / 2) - d / 2 * np.log(dof * np.pi)
+                - logdet / 2 - (dof + d) / 2 * np.log1p(quad / dof))
+
+    out = []
+    for i in range(n):
+        pop = points.copy()
+        pop[i] = y
+        out.append(log_q(points[i], pop) - logps[i])
+    out.append(log_q(y, points) - logp_y)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("proposal", ["gaussian", "student_t"])
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+@pytest.mark.parametrize("d,n", [(1, 5), (2, 5), (3, 30), (5, 12)])
+def test_compiled_weights_match_explicit_densities(proposal, covariance, d, n):
+    """The compiled kernels (3x3 Woodbury correction in closed form, rank-one updated
+    statistics) against every leave-one-in density computed from scratch, for proposals
+    near the population and far out in its tails."""
+    rng = np.random.default_rng(10 * d + n)
+    A = rng.normal(size=(d, d)) + 2.0 * np.eye(d)
+    points = rng.normal(size=(n, d)) @ A.T
+    state = init_population(points, rng.normal(size=n), covariance)
+    for k in range(2 * n):  # statistics from rank-one updates, not from a refit
+        y = rng.normal(size=d) @ A.T * 1.5
+        state = _substitute(state, k % n, y, float(rng.normal()), covariance, refresh=10**9)
+    assert state.updates == 2 * n
+    for scale in (0.1, 1.0, 3.0, 20.0):
+        y = state.mean + rng.normal(size=d) @ A.T * scale
+        logp_y = float(rng.normal())
+        fast = substitution_log_weights(state, y, logp_y, proposal, covariance, dof=3.5)
+        slow = _explicit_log_weights(state.points, state.logps, y, logp_y, proposal,
+                                     covariance, 3.5)
+        assert np.all(np.isfinite(slow))
+        np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("proposal", ["gaussian", "student_t"])
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_a_degenerate_leave_one_in_population_gets_weight_zero(proposal, covariance):
+    """Replacing the one point off the x axis by a point on it leaves a population on a
+    line (full covariance) with a constant second coordinate (diagonal): weight -inf,
+    the other weights as computed from scratch. All numbers are dyadic, so the
+    determinant of the 3x3 capacitance matrix comes out exactly 0."""
+    points = np.array([[-1.0, 0.0], [-1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])
+    logps = np.array([-0.5, -0.25, 0.0, -1.0])
+    y = np.array([1.0, 0.0])
+    if covariance == "full":  # the exact statistics (scatter [[1, 1], [1, 3]])
+        state = PopulationState(points, logps, np.array([-0.5, 0.5]),
+                                np.array([[1.0, 1.0], [1.0, 3.0]]),
+                                np.array([[1.5, -0.5], [-0.5, 0.5]]), float(np.log(2.0)), 0)
+    else:
+        state = init_population(points, logps, covariance)
+    fast = substitution_log_weights(state, y, -0.75, proposal, covariance, dof=4.0)
+    slow = _explicit_log_weights(points, logps, y, -0.75, proposal, covariance, 4.0)
+    assert fast[3] == -np.inf and slow[3] == -np.inf
+    assert np.all(np.isfinite(np.delete(fast, 3)))
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("proposal", ["gaussian", "student_t"])
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_one_iteration_uses_a_fixed_sequence_of_draws(proposal, covariance):
+    """standard_normal(N) (full) or standard_normal(d) (diagonal), a chi-square for a
+    Student-t, then one uniform, whatever the outcome (also for a proposal of zero
+    density)."""
+    rng = np.random.default_rng(5)
+    points = rng.normal(size=(8, 3))
+    state = init_population(points, -0.5 * (points**2).sum(1), covariance)
+    for logp in (lambda t: -0.5 * float(t @ t), lambda t: -np.inf):
+        for seed in range(5):
+            used, replay = np.random.default_rng(seed), np.random.default_rng(seed)
+            samcmc_step(state, used, logp, proposal, covariance, dof=3.0)
+            replay.standard_normal(8 if covariance == "full" else 3)
+            if proposal == "student_t":
+                replay.chisquare(3.0)
+            replay.random()
+            assert used.random() == replay.random()
 
 
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
@@ -147,3 +247,11 @@ def test_moments_of_a_correlated_gaussian(proposal, covariance):
     est_cov = second.mean(0) - np.outer(est_mean, est_mean)
     se2 = second.std(0, ddof=1) / np.sqrt(20)
     assert np.all(np.abs(est_cov - cov) < 5 * se2), (est_cov, cov, se2)
+
+
+@pytest.mark.parametrize("logp_y", [np.nan, -np.inf])
+def test_a_proposal_without_density_never_enters(logp_y):
+    pts = np.random.default_rng(2).normal(size=(8, 2))
+    state = init_population(pts, -0.5 * (pts**2).sum(1), "full")
+    weights = substitution_log_weights(state, np.zeros(2), logp_y)
+    assert np.all(weights[:-1] == -np.inf) and weights[-1] == 0.0
