@@ -142,7 +142,7 @@ evaluates it steps_per_draw times per draw. "per 1000 evals" counts the evaluati
 the post-tuning draws (SAMCMC also spends N evaluations on its initial population).
 SAMCMC uses its defaults (Gaussian proposal, full covariance, N = max(20, 10 d), a point
 of the population drawn at random reported after every steps_per_draw iterations; ArviZ's
-MCSE of these draws is honest, tests/pymc/test_samcmc.py); pm.Metropolis tunes its
+MCSE of these draws is honest, tests/samcmc/test_step.py); pm.Metropolis tunes its
 proposal scale during the tune phase;
 pm.DEMetropolisZ tunes its scale and uses its default history. Gaussians: covariance
 with eigenvalues log-uniform on [0.1, 10] and a random rotation. Logistic regression:

@@ -6,20 +6,30 @@
 ...     step = pmd.ALBP([g])  # doctest: +SKIP
 """
 
-from pymc_discrete import pymc as _glue
 from pymc_discrete.pymc import (
     ALBP,
     ARWM,
     PAS,
     RelaxationError,
     RelaxationWarning,
-    SAMCMC,
     TuningWarning,
     is_registered,
     register,
     unregister,
 )
+from pymc_discrete.samcmc import SAMCMC
 
 __version__ = "0.1.0"
 
-__all__ = list(_glue.__all__)
+__all__ = [
+    "ALBP",
+    "ARWM",
+    "PAS",
+    "RelaxationError",
+    "RelaxationWarning",
+    "SAMCMC",
+    "TuningWarning",
+    "is_registered",
+    "register",
+    "unregister",
+]

@@ -15,7 +15,7 @@ import pymc_discrete
 #: the documented API: what the package, its kernels and adaptation layers export, and
 #: the reference models (the rest is internal, documented but not promised)
 API_MODULES = ["pymc_discrete", "pymc_discrete.kernels", "pymc_discrete.adaptation",
-               "pymc_discrete.pymc.models"]
+               "pymc_discrete.samcmc", "pymc_discrete.pymc.models"]
 
 
 def _public_objects():
@@ -68,11 +68,11 @@ DOCTEST_MODULES = [
     "pymc_discrete.kernels.categorical",
     "pymc_discrete.kernels.common",
     "pymc_discrete.kernels.path",
-    "pymc_discrete.kernels.sample_adaptive",
     "pymc_discrete.kernels.sampling",
     "pymc_discrete.kernels.weights",
     "pymc_discrete.pymc.models",
     "pymc_discrete.pymc.register",
+    "pymc_discrete.samcmc.kernel",
 ]
 
 

@@ -21,12 +21,6 @@ from pymc_discrete.kernels.path import (
     pafs_step,
     pas_step,
 )
-from pymc_discrete.kernels.sample_adaptive import (
-    PopulationState,
-    SAInfo,
-    init_population,
-    samcmc_step,
-)
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered
 from pymc_discrete.kernels.weights import WEIGHT_CODES, balanced_weights, weight_code
 
@@ -36,8 +30,6 @@ __all__ = [
     "CategoricalLBState",
     "CategoricalRWState",
     "PathState",
-    "PopulationState",
-    "SAInfo",
     "StepInfo",
     "WEIGHT_CODES",
     "albp_step",
@@ -47,13 +39,11 @@ __all__ = [
     "init_categorical_lb_state",
     "init_lb_state",
     "init_path_state",
-    "init_population",
     "pafs_step",
     "pas_step",
     "balanced_weights",
     "ordered_picks_logprob",
     "probabilistic_round",
     "sample_ordered",
-    "samcmc_step",
     "weight_code",
 ]

@@ -2,7 +2,6 @@
 
 from pymc_discrete.pymc.register import is_registered, register, unregister
 from pymc_discrete.pymc.relaxation import RelaxationError
-from pymc_discrete.pymc.samcmc import SAMCMC
 from pymc_discrete.pymc.steps import ALBP, ARWM, PAS, RelaxationWarning, TuningWarning
 
 __all__ = [
@@ -11,7 +10,6 @@ __all__ = [
     "PAS",
     "RelaxationError",
     "RelaxationWarning",
-    "SAMCMC",
     "TuningWarning",
     "is_registered",
     "register",

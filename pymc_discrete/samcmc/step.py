@@ -11,7 +11,7 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.util import get_value_vars_from_user_vars
 
-from pymc_discrete.kernels.sample_adaptive import (
+from pymc_discrete.samcmc.kernel import (
     COVARIANCES,
     PROPOSALS,
     init_population,

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln, logsumexp
 
-from pymc_discrete.kernels.sample_adaptive import (
+from pymc_discrete.samcmc.kernel import (
     PopulationState,
     _substitute,
     init_population,
