@@ -1,6 +1,6 @@
 """Categorical benchmark (issue: categorical variables for ALBP and ARWM).
 
-Potts model on a 30x30 lattice with K = 4 states (``pymc_discrete.pymc.models.potts_model``):
+Potts model on a 30x30 lattice with K = 4 states (``pymc_discrete.example_models.potts_model``):
 ESS per second of ALBP and ARWM against PyMC's CategoricalGibbsMetropolis with both of its
 proposals. Writes its section of ``benchmarks/RESULTS.md``. Run with
 ``python benchmarks/run_categorical.py`` (part of ``make bench``).
@@ -26,7 +26,7 @@ from benchmarks.harness import (  # noqa: E402
     measure,
     write_section,
 )
-from pymc_discrete.pymc.models import potts_model  # noqa: E402
+from pymc_discrete.example_models import potts_model  # noqa: E402
 
 
 def main(quick: bool = False) -> None:

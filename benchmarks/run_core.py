@@ -34,7 +34,7 @@ from benchmarks.harness import (  # noqa: E402
     measure,
     write_section,
 )
-from pymc_discrete.pymc.models import bernoulli_model, ising_model  # noqa: E402
+from pymc_discrete.example_models import bernoulli_model, ising_model  # noqa: E402
 
 COMMAND = "python benchmarks/run_core.py"
 #: EJD of the paper (configuration C2): Table 1 (Barker ALBP, ARWM), Tables 5 and 8 (sqrt).

@@ -33,7 +33,7 @@ from benchmarks.harness import (  # noqa: E402
     median_site_ess,
     write_section,
 )
-from pymc_discrete.pymc.models import (  # noqa: E402
+from pymc_discrete.example_models import (  # noqa: E402
     binarised_digits,
     fhmm_model,
     ising_model,

@@ -8,7 +8,7 @@ graph and probes whole groups of sites at once: (groups + 1) batched evaluations
 probe. This script measures, on two sparse models from 10^3 to 10^5 sites,
 
 * an Ising lattice (Bernoulli(0.5) prior, field and nearest-neighbour couplings as
-  ``pm.Potential`` sums: :func:`pymc_discrete.pymc.models.ising_model`), and
+  ``pm.Potential`` sums: :func:`pymc_discrete.example_models.ising_model`), and
 * indicators in a Gaussian likelihood, one observation per site
   (``g_i ~ Bernoulli(w)``, ``y_i ~ N(mu g_i, 1)``, w and mu continuous),
 
@@ -68,7 +68,7 @@ def _child(model_name: str, size: int) -> dict:
     """Build ALBP(proposal="exact") once and report its set-up (in this process)."""
     import pymc_discrete as pmd
     from pymc_discrete.pymc import exact as exact_module
-    from pymc_discrete.pymc.models import ising_model
+    from pymc_discrete.example_models import ising_model
 
     model = ising_model(size) if model_name == "ising" else signal_model(size)
     var = model["x"] if model_name == "ising" else model["g"]

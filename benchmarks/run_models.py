@@ -48,7 +48,7 @@ from benchmarks.harness import (  # noqa: E402
     write_section,
 )
 from benchmarks.run_numpyro import numpyro_measure, run_discrete_hmc_gibbs  # noqa: E402
-from pymc_discrete.pymc.models import binarised_digits, rbm_model, train_rbm  # noqa: E402
+from pymc_discrete.example_models import binarised_digits, rbm_model, train_rbm  # noqa: E402
 
 #: the continuous parameters measured on each mixed model (NumPyro uses the same names)
 CONTINUOUS = {"spike": ["beta", "sigma", "alpha"],

@@ -44,7 +44,7 @@ from benchmarks.harness import (  # noqa: E402
     split_time,
     write_section,
 )
-from pymc_discrete.pymc.models import (  # noqa: E402
+from pymc_discrete.example_models import (  # noqa: E402
     ISING_CONFIGS,
     bernoulli_model,
     fhmm_model,

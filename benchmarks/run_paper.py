@@ -56,7 +56,7 @@ from pymc_discrete.kernels.binary import (  # noqa: E402
     arwm_step,
     init_lb_state,
 )
-from pymc_discrete.pymc.models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
+from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
 
 OUT = ROOT / "benchmarks"
 FHMM_SIGMA2 = {"C1": 2.0, "C2": 1.0, "C3": 0.5}  # Appendix D.3

@@ -39,7 +39,7 @@ from benchmarks.harness import (  # noqa: E402
     measure,
     write_section,
 )
-from pymc_discrete.pymc.models import fhmm_model, ising_model, parity_model  # noqa: E402
+from pymc_discrete.example_models import fhmm_model, ising_model, parity_model  # noqa: E402
 
 OUT = ROOT / "benchmarks"
 PARITY_SAMPLERS = {

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import format_table, machine_description, measure  # noqa: E402
-from pymc_discrete.pymc.models import ising_model  # noqa: E402
+from pymc_discrete.example_models import ising_model  # noqa: E402
 
 
 def main(side: int = 50, out: Path = ROOT / "examples" / "ising_demo.png",

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pymc_discrete as pmd  # noqa: E402
-from pymc_discrete.pymc.models import binarised_digits, rbm_model, train_rbm  # noqa: E402
+from pymc_discrete.example_models import binarised_digits, rbm_model, train_rbm  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

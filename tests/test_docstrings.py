@@ -15,7 +15,7 @@ import pymc_discrete
 #: the documented API: what the package, its kernels and adaptation layers export, and
 #: the reference models (the rest is internal, documented but not promised)
 API_MODULES = ["pymc_discrete", "pymc_discrete.kernels", "pymc_discrete.adaptation",
-               "pymc_discrete.samcmc", "pymc_discrete.pymc.models"]
+               "pymc_discrete.samcmc", "pymc_discrete.example_models"]
 
 
 def _public_objects():
@@ -70,7 +70,7 @@ DOCTEST_MODULES = [
     "pymc_discrete.kernels.path",
     "pymc_discrete.kernels.sampling",
     "pymc_discrete.kernels.weights",
-    "pymc_discrete.pymc.models",
+    "pymc_discrete.example_models",
     "pymc_discrete.pymc.register",
     "pymc_discrete.samcmc.kernel",
 ]

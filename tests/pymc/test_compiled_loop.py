@@ -74,7 +74,7 @@ def test_compiled_loop_refuses_what_it_cannot_run(coupled_model, potts):
 def test_compiled_loop_on_independent_sites():
     """A product of Bernoullis (PyTensor returns its log density as a 0-d array of any
     layout): the marginals are the p_i."""
-    from pymc_discrete.pymc.models import bernoulli_model
+    from pymc_discrete.example_models import bernoulli_model
 
     model = bernoulli_model(12, "C2", seed=3)
     step = pmd.ALBP([model["x"]], model=model, compiled_loop=True, steps_per_draw=2)

@@ -12,7 +12,7 @@ import pytest
 
 import pymc_discrete as pmd
 from pymc_discrete.kernels.structure import greedy_colouring
-from pymc_discrete.pymc.models import ising_model
+from pymc_discrete.example_models import ising_model
 from tests.exact import albp_matrix, all_states, assert_reversible, target_distribution
 
 
@@ -135,7 +135,7 @@ def test_albp_with_exact_ratios_is_reversible_on_a_gaussian_target():
 
 def test_fhmm_and_rbm_exact_ratios():
     """The paper's FHMM (sparse: few colours) and an RBM (dense: one colour per site)."""
-    from pymc_discrete.pymc.models import fhmm_model, rbm_model
+    from pymc_discrete.example_models import fhmm_model, rbm_model
 
     fhmm = fhmm_model(40, 3, 1.0, seed=1)
     with warnings.catch_warnings():

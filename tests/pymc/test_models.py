@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from pymc_discrete.pymc.models import fhmm_model
+from pymc_discrete.example_models import fhmm_model
 
 
 def _chain_logp(chains: np.ndarray) -> float:

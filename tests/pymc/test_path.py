@@ -13,7 +13,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.models import ising_model, parity_model
+from pymc_discrete.example_models import ising_model, parity_model
 from tests.exact import all_states
 from tests.pymc.checks import N_MCSE, means_within_mcse, one_hot_means_within_mcse, sample
 

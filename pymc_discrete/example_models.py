@@ -1,7 +1,9 @@
-"""Reference models of the optimal-scaling paper (Appendix D) written as PyMC models.
+"""Example models: the reference targets of the optimal-scaling and path-auxiliary papers
+written as PyMC models (Bernoulli, Ising, parity, FHMM, RBM, Potts).
 
-Used by the demo, the benchmarks and the tests; also a quick way for a user to try the
-samplers on a known target.
+Not part of the samplers: the demo, the examples, the benchmarks and the tests use them,
+and a user can try the samplers on a known target with them. Training the RBM needs
+scikit-learn (its digits data), imported only there.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def bernoulli_model(n: int = 800, config: str = "C2", seed: int = 0) -> pm.Model
 
     Examples
     --------
-    >>> from pymc_discrete.pymc.models import bernoulli_model
+    >>> from pymc_discrete.example_models import bernoulli_model
     >>> bernoulli_model(10).free_RVs
     [x]
     """
@@ -124,7 +126,7 @@ def ising_model(side: int = 50, config: str = "C2", seed: int = 0) -> pm.Model:
 
     Examples
     --------
-    >>> from pymc_discrete.pymc.models import ising_model
+    >>> from pymc_discrete.example_models import ising_model
     >>> ising_model(5).free_RVs
     [x]
     """
@@ -174,7 +176,7 @@ def parity_model(p: int = 100, u: float = 5.0) -> pm.Model:
 
     Examples
     --------
-    >>> from pymc_discrete.pymc.models import parity_model
+    >>> from pymc_discrete.example_models import parity_model
     >>> parity_model(10, 3.0).free_RVs
     [x]
     """
@@ -241,7 +243,7 @@ def fhmm_model(
 
     Examples
     --------
-    >>> from pymc_discrete.pymc.models import fhmm_model
+    >>> from pymc_discrete.example_models import fhmm_model
     >>> fhmm_model(20, 3).free_RVs
     [x]
     """
@@ -413,7 +415,7 @@ def potts_model(
 
     Examples
     --------
-    >>> from pymc_discrete.pymc.models import potts_model
+    >>> from pymc_discrete.example_models import potts_model
     >>> potts_model(4).free_RVs
     [x]
     """
