@@ -50,12 +50,8 @@ from benchmarks.harness import (  # noqa: E402
     write_section,
 )
 from pymc_discrete.adaptation import ScaleAdapter  # noqa: E402
-from pymc_discrete.kernels.binary import (  # noqa: E402
-    BinaryRWState,
-    albp_step,
-    arwm_step,
-    init_lb_state,
-)
+from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
+from pymc_discrete.kernels.arwm import RWState, arwm_step  # noqa: E402
 from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
 
 OUT = ROOT / "benchmarks"
@@ -108,7 +104,7 @@ class KernelChain:
         if sampler == "LBP":
             self.state = init_lb_state(x, step._logp_and_ratios, step._code)
         else:
-            self.state = BinaryRWState(x, step._logp(x))
+            self.state = RWState(x, step._logp(x))
 
     def step_once(self, scale: float):
         if self.sampler == "LBP":

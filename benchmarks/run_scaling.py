@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import machine_description, measure, write_section  # noqa: E402
-from pymc_discrete.kernels.binary import albp_step, init_lb_state  # noqa: E402
+from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
 from pymc_discrete.example_models import ising_model  # noqa: E402
 
 OUT = ROOT / "benchmarks"

@@ -39,7 +39,7 @@ PUBLIC = dict(_public_objects())
 
 def test_the_public_api_is_found():
     assert "pymc_discrete.pymc.steps.ALBP" in PUBLIC
-    assert "pymc_discrete.kernels.path.pafs_step" in PUBLIC
+    assert "pymc_discrete.kernels.pas.pafs_step" in PUBLIC
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))
@@ -63,11 +63,12 @@ def test_public_object_has_a_numpydoc_docstring_with_an_example(name):
 DOCTEST_MODULES = [
     "pymc_discrete.adaptation.dual_averaging",
     "pymc_discrete.adaptation.scale",
-    "pymc_discrete.kernels.binary",
-    "pymc_discrete.kernels.binary_loop",
-    "pymc_discrete.kernels.categorical",
+    "pymc_discrete.kernels.albp",
+    "pymc_discrete.kernels.albp_loop",
+    "pymc_discrete.kernels.arwm",
     "pymc_discrete.kernels.common",
-    "pymc_discrete.kernels.path",
+    "pymc_discrete.kernels.pas",
+    "pymc_discrete.kernels.ratios",
     "pymc_discrete.kernels.sampling",
     "pymc_discrete.kernels.weights",
     "pymc_discrete.example_models",

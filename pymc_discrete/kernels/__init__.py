@@ -1,21 +1,25 @@
-"""Pure Metropolis-Hastings kernels on discrete spaces: numpy and numba only, no PyMC."""
+"""Pure Metropolis-Hastings kernels on discrete spaces: numpy and numba only, no PyMC.
 
-from pymc_discrete.kernels.binary import (
+One module per algorithm (its states, ``init`` and ``step``; binary sites are a fast
+path inside it): :mod:`~pymc_discrete.kernels.albp` (and its compiled multi-step loop
+:mod:`~pymc_discrete.kernels.albp_loop`), :mod:`~pymc_discrete.kernels.arwm`,
+:mod:`~pymc_discrete.kernels.pas`. Shared pieces: :mod:`~pymc_discrete.kernels.weights`
+(locally balanced weights), :mod:`~pymc_discrete.kernels.ratios` (the layouts of the
+local log-ratios a kernel takes), :mod:`~pymc_discrete.kernels.sampling` (ordered picks),
+:mod:`~pymc_discrete.kernels.sum_tree`, :mod:`~pymc_discrete.kernels.common` (number of
+changes, Metropolis-Hastings decision, step info) and
+:mod:`~pymc_discrete.kernels.structure` (exact ratios by graph colouring).
+"""
+
+from pymc_discrete.kernels.albp import (
     BinaryLBState,
-    BinaryRWState,
+    CategoricalLBState,
     albp_step,
-    arwm_step,
     init_lb_state,
 )
-from pymc_discrete.kernels.categorical import (
-    CategoricalLBState,
-    CategoricalRWState,
-    categorical_albp_step,
-    categorical_arwm_step,
-    init_categorical_lb_state,
-)
+from pymc_discrete.kernels.arwm import RWState, arwm_step
 from pymc_discrete.kernels.common import StepInfo, probabilistic_round
-from pymc_discrete.kernels.path import (
+from pymc_discrete.kernels.pas import (
     PathState,
     init_path_state,
     pafs_step,
@@ -26,17 +30,13 @@ from pymc_discrete.kernels.weights import WEIGHT_CODES, balanced_weights, weight
 
 __all__ = [
     "BinaryLBState",
-    "BinaryRWState",
     "CategoricalLBState",
-    "CategoricalRWState",
     "PathState",
+    "RWState",
     "StepInfo",
     "WEIGHT_CODES",
     "albp_step",
     "arwm_step",
-    "categorical_albp_step",
-    "categorical_arwm_step",
-    "init_categorical_lb_state",
     "init_lb_state",
     "init_path_state",
     "pafs_step",

@@ -18,7 +18,16 @@ import numpy as np
 
 from pymc_discrete.kernels.common import sum_unmasked
 
-__all__ = ["WEIGHT_CODES", "weight_code", "balanced_weights", "rebalanced_weights"]
+__all__ = [
+    "RESCALE_EFOLDS",
+    "SMALLEST_TOTAL",
+    "WEIGHT_CODES",
+    "balanced_weights",
+    "log_g",
+    "rebalanced_weights",
+    "weight_at_scale",
+    "weight_code",
+]
 
 #: Integer codes of the weight functions, as the numba kernels take them.
 WEIGHT_CODES: dict[str, int] = {"barker": 0, "sqrt": 1}
@@ -55,13 +64,65 @@ def weight_code(weight: str) -> int:
         ) from None
 
 
+#: Every kernel keeps its weights on one scale per state and rebuilds them all at a new
+#: scale when a weight would exceed it by more than this many e-folds, or their total
+#: fall below ``SMALLEST_TOTAL`` (no overflow, no underflow of the whole set).
+RESCALE_EFOLDS = 600.0
+SMALLEST_TOTAL = float(np.exp(-RESCALE_EFOLDS))
+
+
 @numba.njit(cache=True)
-def _log_g(d: float, code: int) -> float:
+def log_g(d: float, code: int) -> float:
+    """``log g(e^d)`` of the weight function ``code``, without overflow.
+
+    Parameters
+    ----------
+    d : float
+        A local log-ratio.
+    code : int
+        Weight function code from :data:`WEIGHT_CODES`.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(float(log_g(0.0, 0)), 6), float(log_g(3.0, 1))
+    (-0.693147, 1.5)
+    """
     if code == 0:  # log(t / (1 + t)), without overflow
         if d > 0.0:
             return -np.log1p(np.exp(-d))
         return d - np.log1p(np.exp(d))
     return 0.5 * d
+
+
+@numba.njit(cache=True)
+def weight_at_scale(d: float, log_scale: float, code: int) -> float:
+    """``g(e^d) / e^log_scale`` through ``log g`` (0 for NaN and -inf).
+
+    Parameters
+    ----------
+    d : float
+        A local log-ratio.
+    log_scale : float
+        The scale of the weights.
+    code : int
+        Weight function code.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> float(weight_at_scale(2.0, 1.0, 1)), float(weight_at_scale(float("nan"), 0.0, 0))
+    (1.0, 0.0)
+    """
+    if not d > -np.inf:
+        return 0.0
+    return np.exp(log_g(d, code) - log_scale)
 
 
 @numba.njit(cache=True)
@@ -77,7 +138,7 @@ def _scaled_weight(d: float, code: int, log_scale: float, inv_scale: float) -> f
             return inv_scale / (1.0 + np.exp(-d))
         e = np.exp(d)
         return inv_scale * e / (1.0 + e)
-    return np.exp(_log_g(d, code) - log_scale)
+    return np.exp(log_g(d, code) - log_scale)
 
 
 @numba.njit(cache=True)
@@ -113,16 +174,11 @@ def balanced_weights(log_ratios: np.ndarray, code: int) -> tuple[np.ndarray, flo
     out = np.zeros(flat.size)
     if d_max == -np.inf:
         return out.reshape(log_ratios.shape), -np.inf
-    log_scale = _log_g(d_max, code)
+    log_scale = log_g(d_max, code)
     inv_scale = np.exp(-log_scale)
     for i in range(flat.size):
         out[i] = _scaled_weight(flat[i], code, log_scale, inv_scale)
     return out.reshape(log_ratios.shape), log_scale
-
-
-#: A weight may exceed the reused scale by at most this many e-folds (else all weights
-#: are recomputed at a new scale); the total may not fall below exp(-_MAX_SHIFT).
-_MAX_SHIFT = 600.0
 
 
 @numba.njit(cache=True)
@@ -187,13 +243,13 @@ def rebalanced_weights(
         d = flat[changed[j]]
         if d > top:  # g is increasing: the largest new weight is that of the largest d
             top = d
-    if top > -np.inf and _log_g(top, code) - old_log_scale > _MAX_SHIFT:
+    if top > -np.inf and log_g(top, code) - old_log_scale > RESCALE_EFOLDS:
         return balanced_weights(log_ratios, code)
     out = old_weights.ravel().copy()
     inv_scale = np.exp(-old_log_scale)
     for j in range(n_changed):
         i = changed[j]
         out[i] = _scaled_weight(flat[i], code, old_log_scale, inv_scale)
-    if not sum_unmasked(out, np.zeros(0, np.bool_)) > np.exp(-_MAX_SHIFT):
+    if not sum_unmasked(out, np.zeros(0, np.bool_)) > np.exp(-RESCALE_EFOLDS):
         return balanced_weights(log_ratios, code)
     return out.reshape(log_ratios.shape), old_log_scale

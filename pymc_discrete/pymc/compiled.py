@@ -54,7 +54,7 @@ class CompiledRatios:
 
     def specialised(self, factory: Callable) -> Callable:
         """``factory(self.target)``, built once per process (e.g. a compiled loop with the
-        target built in: :func:`~pymc_discrete.kernels.binary_loop.specialise_albp_loop`)."""
+        target built in: :func:`~pymc_discrete.kernels.albp_loop.specialise_albp_loop`)."""
         target = self.target
         cached = self._specialised.get(factory)
         if cached is None or cached[0] is not target:

@@ -13,26 +13,15 @@ from pymc.step_methods.compound import Competence, StepMethodState
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_discrete.adaptation import ScaleAdapter
-from pymc_discrete.kernels.binary import (
-    BinaryLBState,
-    BinaryRWState,
-    albp_step,
-    arwm_step,
-    init_lb_state,
-)
-from pymc_discrete.kernels.binary_loop import (
+from pymc_discrete.kernels.albp import albp_step, init_lb_state
+from pymc_discrete.kernels.albp_loop import (
     albp_steps,
     init_compiled_lb_state,
     specialise_albp_loop,
 )
-from pymc_discrete.kernels.categorical import (
-    CategoricalRWState,
-    categorical_albp_step,
-    categorical_arwm_step,
-    init_categorical_lb_state,
-)
+from pymc_discrete.kernels.arwm import RWState, arwm_step
 from pymc_discrete.kernels.common import StepsInfo
-from pymc_discrete.kernels.path import init_path_state, pafs_step, pas_step
+from pymc_discrete.kernels.pas import init_path_state, pafs_step, pas_step
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.compiled import (
     compile_exact_logp,
@@ -680,13 +669,10 @@ class ALBP(_InformedStep):
         if self.is_binary and self.compiled_loop:
             ratios = self._logp_and_ratios
             return init_compiled_lb_state(x, ratios.target, ratios.shared_values(), self._code)
-        if self.is_binary:
-            return init_lb_state(x, self._logp_and_ratios, self._code)
-        return init_categorical_lb_state(x, self._logp_and_ratios, self._code)
+        return init_lb_state(x, self._logp_and_ratios, self._code)
 
     def _kernel_step(self, state, scale: float):
-        step = albp_step if self.is_binary else categorical_albp_step
-        return step(state, scale, self.rng, self._logp_and_ratios, self._code)
+        return albp_step(state, scale, self.rng, self._logp_and_ratios, self._code)
 
     def _run_steps(self, state, scale: float, n_steps: int):
         if not self.compiled_loop:
@@ -770,14 +756,11 @@ class ARWM(_SiteBlockStep):
         )
 
     def _init_state(self, x: np.ndarray):
-        if self.is_binary:
-            return BinaryRWState(x, self._logp(x))
-        return CategoricalRWState(x, self._logp(x))
+        return RWState(x, self._logp(x))
 
     def _kernel_step(self, state, scale: float):
-        if self.is_binary:
-            return arwm_step(state, scale, self.rng, self._logp)
-        return categorical_arwm_step(state, scale, self.rng, self._logp, self.n_categories)
+        categories = None if self.is_binary else self.n_categories
+        return arwm_step(state, scale, self.rng, self._logp, categories)
 
     @staticmethod
     def competence(var, has_grad=False):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pymc_discrete.kernels import (
-    BinaryRWState,
+    RWState,
     albp_step,
     arwm_step,
     init_lb_state,
@@ -194,7 +194,7 @@ def test_arwm_kernel_matches_its_matrix(name, r, x0):
         return target(x)[0]
 
     x0 = np.asarray(x0, dtype=np.int64)
-    state0 = BinaryRWState(x0, logp(x0))
+    state0 = RWState(x0, logp(x0))
     counts = np.zeros(2**n)
     for _ in range(N_REPEATS):
         new, _ = arwm_step(state0, float(r), rng, logp)

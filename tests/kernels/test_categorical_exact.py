@@ -6,12 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymc_discrete.kernels.categorical import (
-    CategoricalRWState,
-    categorical_albp_step,
-    categorical_arwm_step,
-    init_categorical_lb_state,
-)
+from pymc_discrete.kernels.albp import albp_step, init_lb_state
+from pymc_discrete.kernels.arwm import RWState, arwm_step
 from pymc_discrete.kernels.weights import weight_code
 from tests.exact import (
     mixture_matrix,
@@ -57,10 +53,10 @@ def test_categorical_albp_kernel_matches_its_matrix(name, weight, r, x0):
     P = mixture_matrix(lambda k: categorical_albp_matrix(target, KS, k, weight), float(r), len(KS))
     code = weight_code(weight)
     rng = np.random.default_rng(r)
-    state0 = init_categorical_lb_state(np.array(x0), target, code)
+    state0 = init_lb_state(np.array(x0), target, code)
     counts = np.zeros(P.shape[0])
     for _ in range(N_REPEATS):
-        new, info = categorical_albp_step(state0, float(r), rng, target, code)
+        new, info = albp_step(state0, float(r), rng, target, code)
         counts[categorical_index(new.x, KS)] += 1
         assert np.sum(new.x != state0.x) == info.jump_distance
     assert_frequencies_match(counts, P[categorical_index(x0, KS)])
@@ -76,10 +72,10 @@ def test_categorical_arwm_kernel_matches_its_matrix(r, x0):
         return target(x)[0]
 
     x0 = np.array(x0)
-    state0 = CategoricalRWState(x0, logp(x0))
+    state0 = RWState(x0, logp(x0))
     counts = np.zeros(P.shape[0])
     ks = np.array(KS)
     for _ in range(N_REPEATS):
-        new, _ = categorical_arwm_step(state0, float(r), rng, logp, ks)
+        new, _ = arwm_step(state0, float(r), rng, logp, ks)
         counts[categorical_index(new.x, KS)] += 1
     assert_frequencies_match(counts, P[categorical_index(x0, KS)])

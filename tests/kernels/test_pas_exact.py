@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymc_discrete.kernels.path import (
+from pymc_discrete.kernels.pas import (
     draw_path_length,
     init_path_state,
     pafs_step,
     pas_step,
     path_logprob,
-    potential_table,
 )
+from pymc_discrete.kernels.ratios import potential_table
 from pymc_discrete.kernels.weights import weight_code
 from tests.exact import (
     assert_frequencies_match,

@@ -7,18 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymc_discrete.kernels.path import (
+from pymc_discrete.kernels.pas import (
     _site_weights_at,
     _site_weights_reusing,
-    path_logprob,
-    potential_table,
-)
-from pymc_discrete.kernels.path_binary import (
     binary_forward,
     binary_reverse,
     binary_weights_at,
     binary_weights_reusing,
+    path_logprob,
 )
+from pymc_discrete.kernels.ratios import potential_table
 from pymc_discrete.kernels.weights import weight_code
 
 N_SITES = 12

@@ -25,8 +25,14 @@ b to c is ``P[i, c] - P[i, b]``, so after a move only the moved site's weights c
 The site weights live in the leaves of a sum tree (every node the sum of its two
 children, recomputed, never updated by differences, so no cancellation builds up):
 drawing a move and updating a site cost O(K + log N), and a PAFS path costs
-O(N + L (K + log N)). Tables with two values per site (binary blocks) take the
-specialised code of :mod:`pymc_discrete.kernels.path_binary`.
+O(N + L (K + log N)).
+
+Tables with two values per site (binary blocks) take a fast path with the same proposal
+and the same numbers (the section "Binary sites" below): a site at value b has exactly one
+move, to ``1 - b``, with log-ratio ``d = P[i, 1 - b] - P[i, b]``, and after the move its
+only move has log-ratio ``-d``. So a move costs one draw from the sum tree, one ``exp``
+(the moved site's new weight) and one ``log`` (the total), and the reverse walk, which
+only scores moves, keeps a compensated running total instead of a tree.
 """
 
 from __future__ import annotations
@@ -43,12 +49,7 @@ from pymc_discrete.kernels.common import (
     metropolis_hastings,
     probabilistic_round,
 )
-from pymc_discrete.kernels.path_binary import (
-    binary_forward,
-    binary_reverse,
-    binary_weights_at,
-    binary_weights_reusing,
-)
+from pymc_discrete.kernels.ratios import potential_table
 from pymc_discrete.kernels.sum_tree import (
     tree_draw,
     tree_from_leaves,
@@ -56,13 +57,17 @@ from pymc_discrete.kernels.sum_tree import (
     tree_set,
     tree_total,
 )
-from pymc_discrete.kernels.weights import _log_g
+from pymc_discrete.kernels.weights import (
+    RESCALE_EFOLDS,
+    SMALLEST_TOTAL,
+    log_g,
+    weight_at_scale,
+)
 
 __all__ = [
     "PathState",
     "draw_path_length",
     "init_path_state",
-    "potential_table",
     "pas_step",
     "pafs_step",
     "path_logprob",
@@ -72,11 +77,6 @@ __all__ = [
 #: flipping each site) or (N, K) for categorical sites (NaN at the current values).
 LogpAndRatios = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
-#: Rebuild every site weight at a new scale when a weight would exceed this many e-folds
-#: above the current one, or the total fall below exp(-_RESCALE) (no overflow, no
-#: underflow of the whole tree).
-_RESCALE = 600.0
-_TINY = float(np.exp(-_RESCALE))
 #: Upper bound of the rounded mean path length (the largest int32).
 _MAX_HALF_LENGTH = 2**31 - 1
 
@@ -115,54 +115,6 @@ class PathState(NamedTuple):
     site_weights: np.ndarray
 
 
-def potential_table(x: np.ndarray, ratios: np.ndarray) -> np.ndarray:
-    """Potential table anchored at ``x`` from local log-ratios.
-
-    Parameters
-    ----------
-    x : ndarray of int64, shape (N,)
-    ratios : ndarray of float64, shape (N,) or (N, K)
-        Binary flip ratios, or a categorical table (any value at ``[i, x_i]``).
-
-    Returns
-    -------
-    ndarray of float64, shape (N, K)
-        ``P[i, x_i] = 0``, ``P[i, c]`` the ratio of moving site i to c, ``-inf`` where
-        the ratio is NaN or -inf.
-
-    Examples
-    --------
-    >>> potential_table(np.array([0, 1]), np.array([0.5, -1.0])).tolist()
-    [[0.0, 0.5], [-1.0, 0.0]]
-    """
-    x = np.asarray(x, dtype=np.int64)
-    ratios = np.asarray(ratios, dtype=np.float64)
-    if ratios.ndim == 1:
-        return _potentials_from_flips(x, ratios)
-    return _potentials_from_table(x, ratios)
-
-
-@numba.njit(cache=True)
-def _potentials_from_flips(x, ratios):
-    table = np.zeros((x.size, 2))
-    for i in range(x.size):
-        d = ratios[i]
-        table[i, 1 - x[i]] = d if d > -np.inf else -np.inf  # NaN: impossible
-    return table
-
-
-@numba.njit(cache=True)
-def _potentials_from_table(x, ratios):
-    n, k = ratios.shape
-    table = np.empty((n, k))
-    for i in range(n):
-        for c in range(k):
-            d = ratios[i, c]
-            table[i, c] = d if d > -np.inf else -np.inf
-        table[i, x[i]] = 0.0
-    return table
-
-
 # ---- weights of one site ---------------------------------------------------------------
 @numba.njit(cache=True)
 def _site_total(potentials, i, current, log_scale, code):
@@ -174,7 +126,7 @@ def _site_total(potentials, i, current, log_scale, code):
     for c in range(potentials.shape[1]):
         d = potentials[i, c] - base
         if c != current and d > -np.inf:
-            lw = _log_g(d, code)
+            lw = log_g(d, code)
             if lw > top:
                 top = lw
             total += np.exp(lw - log_scale)
@@ -204,7 +156,7 @@ def _site_weights_at(z, potentials, code):
     weights = np.zeros(n)
     if not top > -np.inf:
         return weights, -np.inf
-    log_scale = _log_g(top, code)
+    log_scale = log_g(top, code)
     for i in range(n):
         weights[i] = _site_total(potentials, i, z[i], log_scale, code)[0]
     return weights, log_scale
@@ -234,14 +186,14 @@ def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old
             continue
         changed[i] = True
         top = max(top, _row_top_ratio(potentials, i, z[i]))
-    if top > -np.inf and _log_g(top, code) - old_log_scale > _RESCALE:
+    if top > -np.inf and log_g(top, code) - old_log_scale > RESCALE_EFOLDS:
         return _site_weights_at(z, potentials, code)
     total = 0.0
     for i in range(n):
         if changed[i]:
             weights[i] = _site_total(potentials, i, z[i], old_log_scale, code)[0]
         total += weights[i]
-    if not total > np.exp(-_RESCALE):
+    if not total > SMALLEST_TOTAL:
         return _site_weights_at(z, potentials, code)
     return weights, old_log_scale
 
@@ -252,9 +204,9 @@ def _move_site(tree, potentials, z, i, c, log_scale, code) -> float:
     weights would overflow or the total underflow. Returns the log scale in use."""
     z[i] = c
     total, top = _site_total(potentials, i, c, log_scale, code)
-    if top - log_scale < _RESCALE:
+    if top - log_scale < RESCALE_EFOLDS:
         tree_set(tree, i, total)
-        if tree_total(tree) > _TINY:
+        if tree_total(tree) > SMALLEST_TOTAL:
             return log_scale
     weights, log_scale = _site_weights_at(z, potentials, code)
     tree[:] = tree_from_leaves(weights)
@@ -282,7 +234,7 @@ def _draw_move(tree, potentials, z, log_scale, code):
             d = potentials[i, v] - base
             if v == a or not d > -np.inf:
                 continue
-            lw = _log_g(d, code)
+            lw = log_g(d, code)
             w = np.exp(lw - log_scale)
             if w > 0.0:
                 c = v
@@ -308,7 +260,7 @@ def _move_logprob(tree, potentials, z, i, c, log_scale, code) -> float:
     d = potentials[i, c] - potentials[i, z[i]]
     if not total > 0.0 or c == z[i] or not d > -np.inf:
         return -np.inf
-    lw = _log_g(d, code)
+    lw = log_g(d, code)
     if not np.exp(lw - log_scale) > 0.0:
         return -np.inf
     return lw - log_scale - np.log(total)
@@ -354,6 +306,160 @@ def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous,
         logq += lp
         log_scale = _move_site(tree, potentials, z, i, previous[step], log_scale, code)
     return logq
+
+
+# ---------------------------------------------------------------------------------------
+# Binary sites: the fast path (two values per site)
+
+
+#: The reverse walk recomputes its running total exactly once the magnitudes added to it
+#: exceed the total by this factor (so the compensated sum keeps ~1e-25 relative error).
+_RECOMPUTE_RATIO = 2.0**20
+
+
+@numba.njit(cache=True)
+def _flip_ratio(potentials, i, value) -> float:
+    """Log-ratio of moving site i from ``value`` to the other value (-inf if impossible)."""
+    return potentials[i, 1 - value] - potentials[i, value]
+
+
+@numba.njit(cache=True)
+def binary_weights_at(z, potentials, code):
+    """Scaled weight of every site's move at z and their log scale (the log weight of the
+    largest ratio, so no weight exceeds 1).
+
+    Returns
+    -------
+    weights : ndarray, shape (N,)
+    log_scale : float
+        ``-inf`` if no move is possible.
+    """
+    n = z.size
+    ratios = np.empty(n)
+    top = -np.inf
+    for i in range(n):
+        d = _flip_ratio(potentials, i, z[i])
+        ratios[i] = d
+        if d > top:
+            top = d
+    weights = np.zeros(n)
+    if not top > -np.inf:
+        return weights, -np.inf
+    log_scale = log_g(top, code)
+    for i in range(n):
+        weights[i] = weight_at_scale(ratios[i], log_scale, code)
+    return weights, log_scale
+
+
+@numba.njit(cache=True)
+def binary_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old_log_scale,
+                           code):
+    """:func:`binary_weights_at`, copying the old weight of every site whose value and
+    potentials are bitwise unchanged and computing the others on the old scale (unless it
+    no longer fits: then everything is recomputed)."""
+    n = z.size
+    if not old_log_scale > -np.inf:
+        return binary_weights_at(z, potentials, code)
+    weights = np.empty(n)
+    total = 0.0
+    for i in range(n):
+        if (z[i] == old_z[i] and potentials[i, 0] == old_potentials[i, 0]
+                and potentials[i, 1] == old_potentials[i, 1]):
+            weights[i] = old_weights[i]
+        else:
+            d = _flip_ratio(potentials, i, z[i])
+            if d > -np.inf and log_g(d, code) - old_log_scale > RESCALE_EFOLDS:
+                return binary_weights_at(z, potentials, code)
+            weights[i] = weight_at_scale(d, old_log_scale, code)
+        total += weights[i]
+    if not total > SMALLEST_TOTAL:
+        return binary_weights_at(z, potentials, code)
+    return weights, old_log_scale
+
+
+@numba.njit(cache=True)
+def binary_forward(x, potentials, log_scale, site_weights, length, code, seed):
+    """Draw a path of ``length`` moves from x under the linearisation anchored at x.
+
+    Returns the end point, the moved sites, their previous values and the path's
+    log-probability (-inf if no move was possible at some point).
+    """
+    np.random.seed(seed)
+    tree = tree_from_leaves(site_weights)
+    z = x.copy()
+    sites = np.empty(length, np.int64)
+    previous = np.empty(length, np.int64)
+    logq = 0.0
+    for step in range(length):
+        total = tree_total(tree)
+        if not total > 0.0:
+            return z, sites, previous, -np.inf
+        i = tree_draw(tree)  # a leaf of positive weight: d below is finite
+        b = z[i]
+        d = _flip_ratio(potentials, i, b)
+        logq += log_g(d, code) - log_scale - np.log(total)
+        sites[step] = i
+        previous[step] = b
+        z[i] = 1 - b
+        back = log_g(-d, code) - log_scale
+        if back < RESCALE_EFOLDS:
+            tree_set(tree, i, np.exp(back))
+            if tree_total(tree) > SMALLEST_TOTAL:
+                continue
+        weights, log_scale = binary_weights_at(z, potentials, code)
+        tree = tree_from_leaves(weights)
+    return z, sites, previous, logq
+
+
+@numba.njit(cache=True)
+def binary_reverse(y, potentials, log_scale, site_weights, sites, previous, code) -> float:
+    """Log-probability of walking the path back from y (undoing ``sites`` in reverse order)
+    under the linearisation anchored at y."""
+    weights = site_weights.copy()
+    z = y.copy()
+    total = weights.sum()
+    compensation = 0.0
+    magnitude = total
+    logq = 0.0
+    for step in range(sites.size - 1, -1, -1):
+        i = sites[step]
+        b = z[i]
+        d = _flip_ratio(potentials, i, b)
+        current = total + compensation
+        if previous[step] == b or not d > -np.inf or not current > 0.0:
+            return -np.inf
+        lw = log_g(d, code) - log_scale
+        if not np.exp(lw) > 0.0:
+            return -np.inf  # a zero weight: the forward sampler could not draw this move
+        logq += lw - np.log(current)
+        z[i] = 1 - b
+        back = log_g(-d, code) - log_scale
+        if back >= RESCALE_EFOLDS:
+            weights, log_scale = binary_weights_at(z, potentials, code)
+            total, compensation = weights.sum(), 0.0
+            magnitude = total
+            continue
+        new = np.exp(back)
+        delta = new - weights[i]
+        weights[i] = new
+        updated = total + delta  # Neumaier's compensated summation
+        if abs(total) >= abs(delta):
+            compensation += (total - updated) + delta
+        else:
+            compensation += (delta - updated) + total
+        total = updated
+        magnitude += abs(delta)
+        if magnitude > _RECOMPUTE_RATIO * abs(total + compensation) or not total > SMALLEST_TOTAL:
+            total = weights.sum()
+            if not total > SMALLEST_TOTAL:
+                weights, log_scale = binary_weights_at(z, potentials, code)
+                total = weights.sum()
+            compensation, magnitude = 0.0, total
+    return logq
+
+
+# ---------------------------------------------------------------------------------------
+# Steps
 
 
 def init_path_state(

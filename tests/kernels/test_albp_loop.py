@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pymc_discrete.kernels import albp_step, init_lb_state, weight_code
-from pymc_discrete.kernels.binary_loop import (
+from pymc_discrete.kernels.albp_loop import (
     albp_steps,
     init_compiled_lb_state,
     specialise_albp_loop,

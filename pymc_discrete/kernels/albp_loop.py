@@ -1,6 +1,6 @@
 """Several ALBP steps on binary sites inside one compiled loop.
 
-:func:`~pymc_discrete.kernels.binary.albp_step` calls the log density from Python once per
+:func:`~pymc_discrete.kernels.albp.albp_step` calls the log density from Python once per
 step; here the log density is itself a numba-compiled function (for instance the NUMBA-mode
 build of a PyTensor graph), called from inside the loop, so ``n_steps`` Metropolis-Hastings
 steps cost one call from Python. The chain is exactly the one ``albp_step`` produces with
@@ -19,7 +19,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from pymc_discrete.kernels.binary import BinaryLBState, _flip, init_lb_state
+from pymc_discrete.kernels.albp import BinaryLBState, _flip, init_lb_state
 from pymc_discrete.kernels.common import StepsInfo, metropolis_hastings, number_of_changes
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import rebalanced_weights
@@ -164,7 +164,7 @@ def albp_steps(
     """``n_steps`` M-H steps of LBP-R on binary sites in one compiled loop.
 
     The same chain as ``n_steps`` calls of
-    :func:`~pymc_discrete.kernels.binary.albp_step` with ``logp_and_ratios = lambda y:
+    :func:`~pymc_discrete.kernels.albp.albp_step` with ``logp_and_ratios = lambda y:
     target(y, *extra)`` (``target`` the function the loop was specialised on) and the same generator (see the module docstring), without the
     Python work between steps.
 
@@ -172,7 +172,7 @@ def albp_steps(
     ----------
     state : BinaryLBState
         Current state (from :func:`init_compiled_lb_state` or
-        :func:`~pymc_discrete.kernels.binary.init_lb_state` with the same target).
+        :func:`~pymc_discrete.kernels.albp.init_lb_state` with the same target).
     scale : float
         Real-valued scale R >= 1, the same for every step of the loop.
     rng : numpy.random.Generator
