@@ -13,7 +13,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pymc_discrete as pmd  # noqa: E402

@@ -38,7 +38,7 @@ PUBLIC = dict(_public_objects())
 
 
 def test_the_public_api_is_found():
-    assert "pymc_discrete.pymc.steps.ALBP" in PUBLIC
+    assert "pymc_discrete.pymc.albp.ALBP" in PUBLIC
     assert "pymc_discrete.kernels.pas.pafs_step" in PUBLIC
 
 

@@ -1,8 +1,10 @@
 """PyMC glue: the only part of the package that imports PyMC or PyTensor."""
 
+from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.arwm import ARWM
+from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
+from pymc_discrete.pymc.pas import PAS
 from pymc_discrete.pymc.register import is_registered, register, unregister
-from pymc_discrete.pymc.relaxation import RelaxationError
-from pymc_discrete.pymc.steps import ALBP, ARWM, PAS, RelaxationWarning, TuningWarning
 
 __all__ = [
     "ALBP",

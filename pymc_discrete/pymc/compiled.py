@@ -201,7 +201,7 @@ def compile_logp_and_table(
     fn.trust_input = True
 
     # positions in the flat input: a Bernoulli site's float, a categorical site's one-hot
-    site_base, site_stride, is_cat = [], [], []
+    site_base, is_cat = [], []
     offset = 0
     for n, k, cat, width in zip(sizes, n_values, categorical, widths):
         site_base.append(offset + (np.arange(n) * k if cat else np.arange(n)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_discrete.pymc.steps import ALBP
+from pymc_discrete.pymc.albp import ALBP
 
 __all__ = ["register", "unregister", "is_registered"]
 

@@ -41,7 +41,7 @@ from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.traversal import io_toposort
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.elemwise import CAReduce, Elemwise
+from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Prod, Sum
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
@@ -49,7 +49,9 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import xlog1py, xlogy
 from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
 
-__all__ = ["RelaxationError", "relaxed_logp"]
+from pymc_discrete.pymc.exceptions import RelaxationError
+
+__all__ = ["relaxed_logp"]
 
 # Scalar ops whose output does not vary smoothly with a relaxed value: their gradient
 # with respect to it is zero or undefined, so a relaxation through them is useless.
@@ -63,11 +65,6 @@ _GRADIENT_CUTTING_SCALAR_OPS = (
     ps.Mod,
     ps.IntDiv,
 )
-
-
-class RelaxationError(ValueError):
-    """The model's log density cannot be relaxed to a differentiable function of its
-    discrete values (the message names the operation)."""
 
 
 def _op_name(node: Apply) -> str:

@@ -1,0 +1,358 @@
+"""The lifecycle every step of this package shares: a block of discrete sites as a PyMC
+step method (``pymc.step_methods.arraystep.ArrayStepShared``).
+
+:class:`SiteBlockStep` checks the block, holds the scale's tuner, runs the draw's
+Metropolis-Hastings steps, reports the per-draw statistics, refuses a chain that never
+moved and warns when tuning missed its target. An algorithm's step subclasses it with
+``_init_state(x)`` and ``_kernel_step(state, scale)`` (and ``_run_steps`` for a compiled
+multi-step loop); the steps driven by local ratios go through
+:class:`~pymc_discrete.pymc.informed_step.InformedStep`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from pymc.blocking import RaveledVars, StatsType
+from pymc.model import modelcontext
+from pymc.pytensorf import make_shared_replacements
+from pymc.step_methods.arraystep import ArrayStepShared
+from pymc.step_methods.compound import Competence, StepMethodState
+from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
+
+from pymc_discrete.adaptation import ScaleAdapter
+from pymc_discrete.kernels.common import StepsInfo
+from pymc_discrete.pymc.exceptions import TuningWarning
+from pymc_discrete.pymc.validation import (
+    block_value_vars,
+    check_discrete_block,
+    check_initial_point,
+    check_positive_int,
+    check_unit_interval,
+)
+
+__all__ = ["STATS_DTYPES_SHAPES", "SiteBlockStep", "max_scale"]
+
+
+def max_scale(n_sites: int) -> float:
+    """Largest scale R the tuner may reach: half the sites (at least 1).
+
+    Changing more than half of the sites of a small block is close to "flip everything",
+    an involution that makes the chain nearly periodic (and its ESS estimates wrong); the
+    optimal R grows like N^(2/3), far below N/2 once N is in the tens. The number of
+    changes of each step is random around R
+    (:func:`~pymc_discrete.kernels.common.number_of_changes`), so no value of R fixes the
+    parity of the number of ones or the joint state of a few free sites.
+
+    Examples
+    --------
+    >>> max_scale(1), max_scale(4), max_scale(7)
+    (1.0, 2.0, 3.0)
+    """
+    return float(max(1, n_sites // 2))
+
+
+#: Per-draw sampler statistics of every step of this package (name -> dtype, shape).
+STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
+    "accept": (np.float64, []),
+    "accepted": (np.float64, []),
+    "scaling": (np.float64, []),
+    "jump_distance": (np.int64, []),
+    "n_proposed": (np.int64, []),
+}
+
+
+class SiteBlockStep(ArrayStepShared):
+    """Shared machinery of the M-H steps on a block of discrete sites.
+
+    Subclasses provide ``_init_state(x)`` and ``_kernel_step(state, scale)``.
+    """
+
+    default_blocked = True
+    stats_dtypes_shapes = STATS_DTYPES_SHAPES
+    #: name of the constructor argument that sets the initial scale (for error messages)
+    _scale_parameter = "initial_scale"
+    _state_class = StepMethodState
+
+    def __init__(
+        self,
+        vars,
+        *,
+        target_accept: float,
+        initial_scale: float,
+        adapt: bool,
+        steps_per_draw: int,
+        model,
+        initial_point,
+        rng,
+        blocked: bool,
+    ) -> None:
+        model = modelcontext(model)
+        self.target_accept = check_unit_interval("target_accept", target_accept)
+        self.steps_per_draw = check_positive_int("steps_per_draw", steps_per_draw)
+        value_vars = block_value_vars(model, vars, type(self).__name__, self.competence)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        counts = check_discrete_block(model, value_vars, type(self).__name__, initial_point)
+        self.model = model
+        self.shapes = [tuple(np.shape(initial_point[v.name])) for v in value_vars]
+        self.n_sites = int(sum(np.prod(s, dtype=int) for s in self.shapes))
+        #: number of values of every site, raveled in block order
+        self.n_categories = np.concatenate(
+            [np.full(int(np.prod(s, dtype=int)), k, dtype=np.int64)
+             for s, k in zip(self.shapes, counts)]
+        )
+        self._counts = counts
+        self._categorical = [
+            isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
+        ]
+        self.is_binary = not any(self._categorical)
+        name = self._scale_parameter
+        initial_scale = self._resolve_initial_scale(initial_scale)
+        try:
+            initial_scale = float(initial_scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {initial_scale!r}") from None
+        lower, upper = self._min_scale(), self._max_scale(self.n_sites)
+        if not lower <= initial_scale <= upper:
+            raise ValueError(
+                f"{name} must lie in [{lower:g}, {upper:g}] for this block of {self.n_sites} "
+                f"sites ({self._scale_bounds_reason}), got {initial_scale!r}"
+            )
+        self.adapter = ScaleAdapter(self.target_accept, initial_scale, lower, upper, adapt=adapt)
+
+        #: the model's log density at the point the step was built at (NaN when it is
+        #: not finite there: ``pm.sample(initvals=...)`` may start elsewhere, and the
+        #: start is checked at the first draw instead)
+        self._initial_logp = check_initial_point(
+            model, initial_point, value_vars, counts, strict=False
+        )
+        self.tune = True
+        self._n_tune: int | None = None
+        self._state = None
+        self._shared_seen: list[np.ndarray] | None = None
+        shared = make_shared_replacements(initial_point, value_vars, model)
+        self._initial_point = initial_point
+        super().__init__(value_vars, shared, blocked=blocked, rng=rng)
+
+    #: why the scale is bounded as it is (for error messages)
+    _scale_bounds_reason = (
+        "R is the mean number of sites a step changes, at least 1 and at most half the "
+        "sites: changing more is close to flipping everything, which makes the chain "
+        "nearly periodic"
+    )
+
+    def _min_scale(self) -> float:
+        """Lower bound of the scale."""
+        return 1.0
+
+    def _max_scale(self, n_sites: int) -> float:
+        """Upper bound of the scale: :func:`max_scale`."""
+        return max_scale(n_sites)
+
+    def _resolve_initial_scale(self, initial_scale):
+        """The initial scale to use (subclasses may fill in a default)."""
+        return initial_scale
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Start a chain: new generator, tuning restarted for ``tune`` draws."""
+        super().setup_chain(rng, tune, draws)
+        self._n_tune = int(tune)
+        self.tune = tune > 0
+        self.adapter.start(self._tuning_updates())
+        self._reset_tuning_record()
+        self._state = None
+
+    def reset_tuning(self) -> None:
+        """Restart the adaptation of the scale (PyMC calls this at the start of a chain)."""
+        self.adapter.start(self._tuning_updates())
+        self._reset_tuning_record()
+        if self._n_tune is not None and self._n_tune == 0:
+            self.tune = False
+
+    def _reset_tuning_record(self) -> None:
+        self._tune_steps = 0  # M-H steps of this chain's tuning
+        self._tune_moves = 0  # of which accepted moves (stays excluded)
+        self._tune_accept_sum = 0.0  # their acceptance probabilities (stays excluded)
+
+    #: a chain is stuck when it accepted no move in at least ``_FROZEN_AFTER`` tuning
+    #: steps whose acceptance probabilities add up to less than this: it could not
+    #: expect a single move (a sharp target that accepts 1 move in 200 is not stuck)
+    _STUCK_EXPECTED_MOVES = 0.05
+
+    def _stuck(self) -> bool:
+        return (
+            self._tune_steps >= self._FROZEN_AFTER
+            and self._tune_moves == 0
+            and self._tune_accept_sum < self._STUCK_EXPECTED_MOVES
+        )
+
+    def stop_tuning(self) -> None:
+        """End of tuning: freeze the averaged scale; refuse a chain that never moved and
+        warn if the target acceptance was out of reach."""
+        self.adapter.stop()
+        self.tune = False
+        self._refuse_a_frozen_chain()
+        advice = self._stuck_advice()
+        if advice is not None and self.adapter.adapt and self.adapter.stuck_below_target():
+            warnings.warn(
+                f"{type(self).__name__}: tuning ended at the smallest {self._scale_parameter} "
+                f"({self.adapter.lower:g}) with an acceptance rate of "
+                f"{self.adapter.late_acceptance:.2f}, well below the target "
+                f"{self.target_accept}. {advice}",
+                TuningWarning,
+                stacklevel=2,
+            )
+
+    #: a chain stuck (:meth:`_stuck`) through at least this many tuning steps is refused
+    #: (its draws would all be its initial value)
+    _FROZEN_AFTER = 50
+
+    def _refuse_a_frozen_chain(self) -> None:
+        """Raise if the chain was stuck through the whole of its tuning (:meth:`_stuck`),
+        unless no move of the block is possible at all."""
+        if not self._stuck():
+            return
+        if self._state is not None and not self._has_possible_move(self._state):
+            return  # every site is pinned (zero probability of any other value)
+        raise RuntimeError(
+            f"{type(self).__name__} accepted none of its {self._tune_steps} proposals for "
+            f"{self.var_names} during tuning (their acceptance probabilities add up to "
+            f"{self._tune_accept_sum:.2g}): its draws would all be the initial value, "
+            "not a posterior. Either the posterior of this block is concentrated on one "
+            "state (then it needs no sampler: fix those values), or the chain starts in "
+            f"a state that these moves cannot leave. {self._frozen_advice}"
+        )
+
+    #: what to try when a chain never moved
+    _frozen_advice = "Try ALBP, or a different starting point (initvals)."
+
+    def _has_possible_move(self, state) -> bool:
+        """Whether some move from ``state`` has positive proposal probability."""
+        return True
+
+    def _stuck_advice(self) -> str | None:
+        """What to tell a user whose tuning ended stuck at the smallest scale (None: the
+        low acceptance is the target's nature, not a fault of the proposal)."""
+        return None
+
+    def _tuning_updates(self) -> int | None:
+        """Number of M-H steps of the tune phase (the tuner updates after every step)."""
+        return None if self._n_tune is None else self._n_tune * self.steps_per_draw
+
+    @property
+    def scale(self) -> float:
+        """Current scale R (real-valued; each draw rounds it probabilistically)."""
+        return self.adapter.scale
+
+    def _shared_vars(self) -> dict:
+        """Other value variable -> the shared variable PyMC keeps its current value in."""
+        name_to_value = {v.name: v for v in self.model.value_vars}
+        return {name_to_value[name]: s for name, s in self.shared.items()}
+
+    # ---- sampling --------------------------------------------------------------------
+    def _others_changed(self) -> bool:
+        """Whether another step changed the variables outside the block since the last draw."""
+        if not self.shared:
+            return False
+        current = [s.get_value(borrow=True) for s in self.shared.values()]
+        seen = self._shared_seen
+        if seen is not None and all(np.array_equal(a, b) for a, b in zip(seen, current)):
+            return False
+        self._shared_seen = [np.array(c, copy=True) for c in current]
+        return True
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
+        if self.n_sites == 0:  # an empty variable: nothing to sample
+            stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
+                     "jump_distance": 0, "n_proposed": 0}
+            return q0, [stats]
+        x = np.asarray(q0.data, dtype=np.int64)
+        state = self._state
+        if self._others_changed() or state is None or not np.array_equal(state.x, x):
+            state = self._init_state(x)
+            if not np.isfinite(state.logp):
+                raise ValueError(
+                    f"{type(self).__name__}: the current point has log density {state.logp}"
+                    f"{self._offending_terms(x)}; start from a point of positive "
+                    "probability (pm.sample(initvals=...))"
+                )
+            if not self._start_checked:
+                self._check_start(x, state.logp)
+        start, scale = state.x, self.adapter.scale
+        state, info = self._run_steps(state, scale, self.steps_per_draw)
+        self._state = state
+        if self.tune:
+            for prob in info.accept_prob:
+                self.adapter.update(float(prob))
+            self._record_tuning(info)
+        n_steps = len(info.accept_prob)
+        stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
+            "accept": float(info.accept_prob.sum()) / n_steps,
+            "accepted": float(info.accepted.sum()) / n_steps,
+            "scaling": float(scale),
+            "jump_distance": int(np.count_nonzero(state.x != start)),
+            "n_proposed": int(info.n_proposed.sum()),
+        }
+        return RaveledVars(state.x.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+
+    def _record_tuning(self, info: StepsInfo) -> None:
+        """Count the tuning steps and accepted moves (for :meth:`_refuse_a_frozen_chain`)."""
+        self._tune_steps += len(info.accept_prob)
+        moves = info.n_proposed > 0
+        self._tune_moves += int(np.count_nonzero(info.accepted & moves))
+        self._tune_accept_sum += float(info.accept_prob[moves].sum())
+
+    @property
+    def _start_checked(self) -> bool:
+        """Whether the checks that need a point of positive probability have run."""
+        return bool(np.isfinite(self._initial_logp))
+
+    def _check_start(self, x: np.ndarray, logp: float) -> None:
+        """Checks deferred from the constructor to the first point of positive
+        probability (the step was built where the model's log density is not finite)."""
+        self._initial_logp = float(logp)
+
+    def _current_point(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """The model's point with the block at ``x`` and the others at their current values."""
+        point = dict(self._initial_point)
+        for name, s in self.shared.items():
+            point[name] = s.get_value()
+        start = 0
+        for v, shape in zip(self.vars, self.shapes):
+            size = int(np.prod(shape, dtype=int))
+            point[v.name] = x[start : start + size].reshape(shape).astype(point[v.name].dtype)
+            start += size
+        return point
+
+    def _offending_terms(self, x: np.ndarray) -> str:
+        """`` (terms: name=-inf, ...)`` for the terms that are not finite at ``x``."""
+        try:
+            logps = self.model.point_logps(self._current_point(x), round_vals=12)
+        except Exception:  # the message must not fail; the error is raised regardless
+            return ""
+        bad = [f"{name}={lp}" for name, lp in logps.items() if not np.isfinite(lp)]
+        return f" (terms: {', '.join(bad)})" if bad else ""
+
+    def _run_steps(self, state, scale: float, n_steps: int) -> tuple[object, StepsInfo]:
+        """``n_steps`` M-H steps at a fixed scale (the tuner sees their acceptance
+        probabilities after the draw)."""
+        infos = []
+        for _ in range(n_steps):
+            state, info = self._kernel_step(state, scale)
+            infos.append(info)
+        return state, StepsInfo.from_steps(infos)
+
+    #: how well the step suits a Bernoulli or Categorical variable (PyMC picks the
+    #: step of the highest competence for each variable)
+    _competence_level = Competence.IDEAL
+
+    @classmethod
+    def competence(cls, var, has_grad=False):
+        """The step's competence for Bernoulli and Categorical variables (IDEAL for ALBP,
+        COMPATIBLE for ARWM and PAS), INCOMPATIBLE for any other variable."""
+        if isinstance(getattr(var.owner, "op", None), BernoulliRV | CategoricalRV):
+            return cls._competence_level
+        return Competence.INCOMPATIBLE
