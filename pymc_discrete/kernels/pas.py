@@ -22,8 +22,8 @@ log-ratio of moving site i from ``a_i`` to c, ``P[i, a_i] = 0``, and ``-inf`` ma
 impossible values (padding of sites with fewer categories, moves with NaN or -inf log
 density). Under the linearisation at a, the log-ratio of moving site i from any value
 b to c is ``P[i, c] - P[i, b]``, so after a move only the moved site's weights change.
-The site weights live in the leaves of a sum tree (every node the sum of its two
-children, recomputed, never updated by differences, so no cancellation builds up):
+The site weights live in the leaves of a sum tree (every node the sum of its children,
+recomputed, never updated by differences, so no cancellation builds up):
 drawing a move and updating a site cost O(K + log N), and a PAFS path costs
 O(N + L (K + log N)).
 

@@ -624,7 +624,7 @@ class ExactRatios:
     ----------
     model : pymc.Model
     value_vars : sequence of Variable
-        The block's binary value variables.
+        The block's value variables (binary or categorical).
     point : dict
         A point of the model (shapes, and the probe for the structure).
     shared : dict
