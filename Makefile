@@ -25,9 +25,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/ising_demo.py
 
-# the docs are part of the tests: a broken page or docstring fails CI
+# the docs are part of the tests: a broken page or docstring fails CI. The tests run on
+# both cores (pytest-xdist); `pytest -m "not slow"` skips the end-to-end runs for a quick loop
 test: docs
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist worksteal tests
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html

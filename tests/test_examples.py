@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,6 +18,7 @@ def _load(name: str):
     return module
 
 
+@pytest.mark.slow
 def test_ising_demo_runs_and_compares_the_samplers(tmp_path, capsys):
     demo = _load("ising_demo")
     out = tmp_path / "demo.png"
@@ -40,6 +42,7 @@ def test_potts_lattice_example_runs(tmp_path):
     assert 0.0 < summary["accept"] <= 1.0 and summary["jump_distance"] > 0
 
 
+@pytest.mark.slow
 def test_iris_mixture_example_runs():
     iris = _load("iris_mixture")
     score = iris.main(draws=100, tune=100)

@@ -70,6 +70,7 @@ def test_loop_follows_albp_step_exactly(name, weight, scale):
     [("quadratic6", "sqrt", 2, 1), ("gaussian6", "barker", 3, 1), ("gaussian6", "sqrt", 2, 3),
      ("forbidden5", "barker", 2, 3)],
 )
+@pytest.mark.slow
 def test_loop_transition_frequencies_match_the_matrix(name, weight, r, n_steps):
     """From a fixed start, the point after ``n_steps`` looped steps at a fixed R is
     distributed as the start's row of P^n_steps (exact ALBP matrix), within 5 standard

@@ -113,6 +113,7 @@ def _albp_counts(target, n, x0, scale, weight, seed):
         ("gaussian5-exact-ratios", "sqrt", 3, [0, 1, 1, 0, 1]),
     ],
 )
+@pytest.mark.slow
 def test_albp_kernel_matches_its_matrix(name, weight, r, x0):
     """One step at scale r: the mixture over the random number of changes of the exact
     fixed-R matrices."""
@@ -202,6 +203,7 @@ def test_arwm_kernel_matches_its_matrix(name, r, x0):
     assert_frequencies_match(counts, P[state_index(x0)])
 
 
+@pytest.mark.slow
 def test_albp_chain_reaches_the_target_marginals():
     """A long chain of the real kernel: site marginals within 5 standard errors of
     enumeration, on the target with inexact gradient ratios; the standard errors are the

@@ -61,6 +61,7 @@ def test_path_matrix_is_reversible(name, kind, weight, half):
         ("potts-distorted", "pas", "barker", [1, 0, 2]),
     ],
 )
+@pytest.mark.slow
 def test_path_kernel_matches_its_matrix(name, kind, weight, x0):
     """Path lengths 1..3 (X = 2): one-step frequencies of the kernel within 5 standard
     errors of the enumerated row."""

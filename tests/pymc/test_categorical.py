@@ -69,6 +69,7 @@ MU = np.array([-2.0, 0.0, 2.5])
 Y = np.array([-1.7, 0.4, 2.2])
 
 
+@pytest.mark.slow
 def test_mixture_labels_with_a_dirichlet_sampled_by_nuts():
     """y_j ~ N(mu[z_j], 1), z_j ~ Categorical(w), w ~ Dirichlet(alpha): labels by ALBP,
     w by NUTS; truth by summing the Dirichlet-multinomial over all 27 labellings."""

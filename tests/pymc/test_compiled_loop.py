@@ -29,6 +29,7 @@ def test_compiled_loop_gives_the_python_loops_chain(coupled_model):
     assert np.unique(compiled.warmup_sample_stats["scaling"].values).size > 1  # it tuned
 
 
+@pytest.mark.slow
 def test_compiled_loop_next_to_nuts_matches_enumeration(mixed_model, mixed_truth):
     """NUTS moves mu between draws: the loop must read mu's new value every draw."""
     g_truth, mu_truth = mixed_truth

@@ -166,6 +166,7 @@ def _occupancy_model(y):
      lambda z: pmd.ALBP([z], compiled_loop=True, steps_per_draw=2)],
     ids=["albp", "pas", "albp-compiled-loop"],
 )
+@pytest.mark.slow
 def test_site_occupancy_matches_the_summed_out_posterior(make_step):
     """The model where every default gradient proposal used to accept nothing (the
     gradient of the untaken branch log(z p) at z = 0 was NaN) and returned its initial

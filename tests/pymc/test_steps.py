@@ -109,6 +109,7 @@ def test_same_seed_gives_same_draws_with_one_or_two_cores(coupled_model, cls):
     assert not np.array_equal(runs[0].posterior["x"].values, different.posterior["x"].values)
 
 
+@pytest.mark.slow
 def test_parallel_chains_under_spawn(mixed_model, mixed_truth):
     step = pmd.ALBP([mixed_model["g"]], model=mixed_model)
     idata = _sample(mixed_model, [step], cores=2, mp_ctx="spawn", draws=1500)
