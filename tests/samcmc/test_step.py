@@ -58,6 +58,7 @@ def test_correlated_gaussian_moments(gaussian, options):
     np.testing.assert_array_equal(stats["changed"].values[:, 1:] == 0.0, same)
 
 
+@pytest.mark.slow
 def test_reported_uncertainty_is_honest_on_a_correlated_10d_gaussian():
     """The error of every posterior mean stays within 4 of ArviZ's MCSE, over 3 seeds.
 
@@ -86,6 +87,7 @@ def test_reported_uncertainty_is_honest_on_a_correlated_10d_gaussian():
     assert np.mean(ratios**2) < 2.5, ratios
 
 
+@pytest.mark.slow
 def test_banana_shaped_target():
     """x1 ~ N(0, 1), x2 | x1 ~ N(x1^2, 0.5^2): E[x2] = 1, Var[x2] = 2.25, Var[x1] = 1,
     Cov[x1, x2] = 0 (the dependence is not linear). The tails of x2
