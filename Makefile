@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
+# how ALBP, ARWM and PyMC's default compare on a 50x50 Ising model (benchmarks/demo.py)
 demo: $(STAMP)
-	$(PY) examples/ising_demo.py
+	$(PY) -m benchmarks.demo
 
 # the docs are part of the tests: a broken page or docstring fails CI. The tests run on
 # both cores (pytest-xdist); `pytest -m "not slow"` skips the end-to-end runs for a quick loop
@@ -34,7 +35,9 @@ docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 # every benchmark script (benchmarks/run_all.py lists them), in one process: each
-# rewrites its section of benchmarks/RESULTS.md and its plots, and prints its duration
+# rewrites its section of benchmarks/RESULTS.md and its plots, and prints its duration.
+# The benchmarks are a package run from the repository root as modules
+# (`python -m benchmarks.run_core`), never as files: no script edits sys.path
 BENCH_STAMP := $(VENV)/.bench-installed
 
 # NumPyro and JAX are installed for the benchmarks only (not by make test); a fresh
@@ -45,12 +48,12 @@ $(BENCH_STAMP): pyproject.toml
 	touch $(STAMP) $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
-	$(PY) benchmarks/run_all.py
+	$(PY) -m benchmarks.run_all
 
 # the same scripts at small sizes, two processes side by side (one per core); see the
 # README for its duration on the 2-core VM
 bench-quick: $(BENCH_STAMP)
-	$(PY) benchmarks/run_all.py --quick --jobs=2
+	$(PY) -m benchmarks.run_all --quick --jobs=2
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build

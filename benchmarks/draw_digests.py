@@ -21,13 +21,16 @@ comparison.
 
 How to use it
 -------------
-Record on the code before the change (ideally a clean checkout of the commit)::
+Run it from the root of a repository checkout, as a module (``python -m`` puts the
+current directory first on the import path, so the checkout's own ``pymc_discrete`` is
+the one sampled). Record on the code before the change (ideally a clean checkout of the
+commit)::
 
-    python benchmarks/draw_digests.py --write benchmarks/draw_digests.json
+    python -m benchmarks.draw_digests --write benchmarks/draw_digests.json
 
 and after the change rerun every recorded case and compare::
 
-    python benchmarks/draw_digests.py --compare benchmarks/draw_digests.json
+    python -m benchmarks.draw_digests --compare benchmarks/draw_digests.json
 
 which prints ``identical`` or ``DIFFERENT`` (naming the arrays that differ) for every
 case and exits with status 1 if any case differs, failed or is missing. Options:
@@ -53,7 +56,7 @@ Examples
 --------
 .. code-block:: console
 
-    $ python benchmarks/draw_digests.py --compare benchmarks/draw_digests.json --only potts
+    $ python -m benchmarks.draw_digests --compare benchmarks/draw_digests.json --only potts
     potts/albp               identical   1.2 s
     ...
 """
@@ -79,11 +82,8 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymc_discrete as pmd  # noqa: E402
-from pymc_discrete.example_models import (  # noqa: E402
+import pymc_discrete as pmd
+from pymc_discrete.example_models import (
     bernoulli_model,
     fhmm_model,
     ising_model,
@@ -379,7 +379,8 @@ def run_all(selected: list[Case], cores: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.draw_digests",
+                                     description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--write", type=Path, metavar="JSON", help="record the digests")
     action.add_argument("--compare", type=Path, metavar="JSON",
@@ -411,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         record = {
             "format": FORMAT,
             "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "command": "python benchmarks/draw_digests.py --write"
+            "command": "python -m benchmarks.draw_digests --write"
                        + "".join(f" --only {s}" for s in args.only),
             "cores": args.cores,
             "settings": SETTINGS,

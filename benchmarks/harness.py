@@ -411,8 +411,9 @@ CONCURRENT_JOBS = "PYMC_DISCRETE_BENCH_JOBS"
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = """# Benchmark results
 
-Every section below is written by one script of `benchmarks/` (named in the section) and
-carries the command and the machine that produced its numbers. `make bench` reruns them all.
+Every section below is written by one script of `benchmarks/` (named in the section; run
+from the repository root as a module, `python -m benchmarks.<script>`) and carries the
+command and the machine that produced its numbers. `make bench` reruns them all.
 """
 
 

@@ -1,6 +1,6 @@
 """Run benchmark scripts in one process, or in ``--jobs`` processes side by side.
 
-``python benchmarks/run_all.py [--quick] [--jobs=J] [name ...]``: each script's ``main``
+``python -m benchmarks.run_all [--quick] [--jobs=J] [name ...]``: each script's ``main``
 (all of them by default), printing how long each took; imports and compiled functions
 load once per process. Each script rewrites its own section of ``benchmarks/RESULTS.md``
 and its plots. With J > 1 the scripts are shared among J processes (one core each on a
@@ -14,12 +14,8 @@ import multiprocessing
 import os
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.harness import CONCURRENT_JOBS  # noqa: E402
+from benchmarks.harness import CONCURRENT_JOBS
 
 #: every script, the longest first (so that --jobs packs them well)
 SCRIPTS = ("run_numpyro", "run_path", "run_models", "run_exact", "run_core", "run_paper",

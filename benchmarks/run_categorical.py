@@ -3,7 +3,7 @@
 Potts model on a 30x30 lattice with K = 4 states (``pymc_discrete.example_models.potts_model``):
 ESS per second of ALBP and ARWM against PyMC's CategoricalGibbsMetropolis with both of its
 proposals. Writes its section of ``benchmarks/RESULTS.md``. Run with
-``python benchmarks/run_categorical.py`` (part of ``make bench``).
+``python -m benchmarks.run_categorical`` (part of ``make bench``).
 """
 
 from __future__ import annotations
@@ -11,27 +11,23 @@ from __future__ import annotations
 import datetime
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
     format_table,
     machine_description,
     measure,
     write_section,
 )
-from pymc_discrete.example_models import potts_model  # noqa: E402
+from pymc_discrete.example_models import potts_model
 
 
 def main(quick: bool = False) -> None:
     draws, tune, gibbs_draws, gibbs_tune = (500, 500, 10, 6) if quick else (3000, 3000, 60, 20)
-    command = "python benchmarks/run_categorical.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_categorical" + (" --quick" if quick else "")
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     model = potts_model(30, 4)
     start = {"x": np.random.default_rng(0).integers(0, 4, (30, 30))}

@@ -23,9 +23,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     Measurement,
@@ -36,7 +33,9 @@ from benchmarks.harness import (  # noqa: E402
 )
 from pymc_discrete.example_models import bernoulli_model, ising_model  # noqa: E402
 
-COMMAND = "python benchmarks/run_core.py"
+ROOT = Path(__file__).resolve().parents[1]
+
+COMMAND = "python -m benchmarks.run_core"
 #: EJD of the paper (configuration C2): Table 1 (Barker ALBP, ARWM), Tables 5 and 8 (sqrt).
 PAPER_EJD = {
     ("Bernoulli N=800", "ALBP (barker)"): 78.63,

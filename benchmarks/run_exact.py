@@ -7,7 +7,7 @@
    are already exact) and on a sparse-signal model with a Gaussian likelihood (where they
    are first-order only), inside ``pm.sample`` next to NUTS.
 
-Writes its section of ``benchmarks/RESULTS.md``. Run with ``python benchmarks/run_exact.py``
+Writes its section of ``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_exact``
 (part of ``make bench``).
 """
 
@@ -16,24 +16,20 @@ from __future__ import annotations
 import datetime
 import sys
 import time
-from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pymc as pm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
     format_table,
     machine_description,
     measure,
     median_site_ess,
     write_section,
 )
-from pymc_discrete.example_models import (  # noqa: E402
+from pymc_discrete.example_models import (
     binarised_digits,
     fhmm_model,
     ising_model,
@@ -126,7 +122,7 @@ def signal_gradient_vs_exact(draws: int, tune: int) -> str:
 
 def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/run_exact.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_exact" + (" --quick" if quick else "")
     ising_n, fhmm_n, rbm_n = (300, 200, 300) if quick else (5000, 3000, 5000)
     signal_draws, signal_tune = (200, 200) if quick else (2000, 1000)
     print("scaling ...", flush=True)

@@ -22,7 +22,7 @@ changed, and would otherwise dominate). The slope of log(time) against log(N) is
 over the sizes of each model.
 
 Writes the section ``exact_setup`` of ``benchmarks/RESULTS.md``. Run with
-``python benchmarks/run_exact_setup.py`` (``--quick``: up to ~10^4 sites, baseline at
+``python -m benchmarks.run_exact_setup`` (``--quick``: up to ~10^4 sites, baseline at
 ~10^3 only).
 """
 
@@ -40,7 +40,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 #: the revision before the grouped set-up (site-by-site probing)
 BASELINE = "d51aff2"
@@ -97,13 +96,27 @@ def _child(model_name: str, size: int) -> dict:
 
 
 def _run_child(model_name: str, size: int, package_root: Path) -> dict:
+    """Measure in a fresh process that imports ``pymc_discrete`` from ``package_root``
+    (ROOT, or the baseline extracted by :func:`_baseline_tree`).
+
+    The child runs this file by its path, not with ``-m``: then ``sys.path[0]`` is
+    ``benchmarks/`` (no package there) and ``PYTHONPATH`` comes next, ahead of the
+    installed (editable) package, so ``package_root`` decides which code is measured.
+    With ``-m`` the current directory would come first and the working tree would
+    shadow the baseline. The child's part of this module imports nothing from
+    ``benchmarks`` for the same reason (the baseline directory holds only the package).
+    """
     env = dict(os.environ, PYTHONPATH=str(package_root))
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", model_name, str(size),
-         str(package_root)],
+        [sys.executable, str(Path(__file__).resolve()), "--child", model_name, str(size)],
         check=True, capture_output=True, text=True, env=env,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    expected = (Path(package_root) / "pymc_discrete").resolve()
+    if Path(result["source"]).resolve() != expected:
+        raise RuntimeError(f"the child imported pymc_discrete from {result['source']}, "
+                           f"not from {expected}")
+    return result
 
 
 def _baseline_tree() -> tempfile.TemporaryDirectory:
@@ -150,10 +163,12 @@ def measure(model_name: str, sizes, baseline_sizes, baseline_root: Path | None) 
 
 
 def main(quick: bool = False) -> None:
+    # imported here, not at the top: the child processes (this file run by its path, see
+    # _run_child) cannot import the benchmarks package
     from benchmarks.harness import machine_description, write_section
 
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/run_exact_setup.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_exact_setup" + (" --quick" if quick else "")
     ising_sides = ISING_SIDES[:2] if quick else ISING_SIDES
     signal_sizes = SIGNAL_SIZES[:2] if quick else SIGNAL_SIZES
     tree = _baseline_tree()
@@ -208,10 +223,9 @@ batched terms takes 5-60 s more, whatever the discovery).
 
 
 if __name__ == "__main__":
-    if "--child" in sys.argv:
+    if "--child" in sys.argv:  # started by _run_child, with PYTHONPATH naming the package
         i = sys.argv.index("--child")
-        name, size, root = sys.argv[i + 1], int(sys.argv[i + 2]), sys.argv[i + 3]
-        sys.path.insert(0, root)  # the package under test first (the baseline or ROOT)
+        name, size = sys.argv[i + 1], int(sys.argv[i + 2])
         print(json.dumps(_child(name, size)))
     else:
         main(quick="--quick" in sys.argv)

@@ -2,7 +2,7 @@
 the labels marginalised out (NUTS alone).
 
 Writes its section of ``benchmarks/RESULTS.md``. Run with
-``python benchmarks/run_mixture.py`` (part of ``make bench``).
+``python -m benchmarks.run_mixture`` (part of ``make bench``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import sys
 import time
-from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -18,13 +17,9 @@ import pymc as pm
 import pytensor.tensor as pt
 from sklearn.datasets import load_iris
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import machine_description, write_section  # noqa: E402
-from iris_mixture import agreement, mixture_model, mixture_parameters  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import machine_description, write_section
+from examples.iris_mixture import agreement, mixture_model, mixture_parameters
 
 
 def marginal_model(data: np.ndarray, k: int = 3) -> pm.Model:
@@ -60,7 +55,7 @@ def run(label, model, make_steps, draws, tune, data, species, start):
 
 def main(quick: bool = False) -> None:
     draws = tune = 200 if quick else 1000
-    command = "python benchmarks/run_mixture.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_mixture" + (" --quick" if quick else "")
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     iris = load_iris()
     data = (iris.data - iris.data.mean(0)) / iris.data.std(0)

@@ -17,7 +17,7 @@ Three models of issue 8's list that the other scripts cover only in part:
    parameters and the median ESS of the discrete sites (``harness.measure_mixed``).
 
 NumPyro and JAX are benchmark-only dependencies (``make bench`` installs them). Writes the
-section ``models`` of ``benchmarks/RESULTS.md``. Run with ``python benchmarks/run_models.py``
+section ``models`` of ``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_models``
 (``--quick``: fewer draws).
 """
 
@@ -27,17 +27,12 @@ import datetime
 import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
     MixedMeasurement,
     format_mixed_table,
     format_table,
@@ -47,8 +42,8 @@ from benchmarks.harness import (  # noqa: E402
     mixed_measurement,
     write_section,
 )
-from benchmarks.run_numpyro import numpyro_measure, run_discrete_hmc_gibbs  # noqa: E402
-from pymc_discrete.example_models import binarised_digits, rbm_model, train_rbm  # noqa: E402
+from benchmarks.run_numpyro import numpyro_measure, run_discrete_hmc_gibbs
+from pymc_discrete.example_models import binarised_digits, rbm_model, train_rbm
 
 #: the continuous parameters measured on each mixed model (NumPyro uses the same names)
 CONTINUOUS = {"spike": ["beta", "sigma", "alpha"],
@@ -57,7 +52,7 @@ CONTINUOUS = {"spike": ["beta", "sigma", "alpha"],
 
 QUICK_NOTE = """
 Quick run (`--quick`): no NumPyro rows, no compiled-loop row, and the mixed models'
-tables have only ALBP (exact) and PyMC's default step; `python benchmarks/run_models.py` runs them all.
+tables have only ALBP (exact) and PyMC's default step; `python -m benchmarks.run_models` runs them all.
 """
 
 
@@ -212,11 +207,11 @@ def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int) -> list:
 
 
 def main(quick: bool = False) -> None:
-    from iris_mixture import mixture_model
-    from spike_and_slab import design, spike_and_slab_model
+    from examples.iris_mixture import mixture_model
+    from examples.spike_and_slab import design, spike_and_slab_model
 
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/run_models.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_models" + (" --quick" if quick else "")
     draws = 400 if quick else 5000
     gibbs_draws = 40 if quick else 500
     mixed_draws = 100 if quick else 1000

@@ -13,7 +13,7 @@ that compiled it (warm-up iterations included, as PyMC's tuning is).
 
 NumPyro and JAX are benchmark-only dependencies (``pip install -e .[bench]``; ``make
 bench`` installs them). Writes the section ``numpyro`` of ``benchmarks/RESULTS.md``. Run
-with ``python benchmarks/run_numpyro.py`` (``--quick``: fewer draws).
+with ``python -m benchmarks.run_numpyro`` (``--quick``: fewer draws).
 """
 
 from __future__ import annotations
@@ -23,17 +23,13 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pymc as pm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
     Measurement,
     _logp_trace,
     jump_distance,
@@ -44,7 +40,7 @@ from benchmarks.harness import (  # noqa: E402
     split_time,
     write_section,
 )
-from pymc_discrete.example_models import (  # noqa: E402
+from pymc_discrete.example_models import (
     ISING_CONFIGS,
     bernoulli_model,
     fhmm_model,
@@ -175,7 +171,7 @@ def _binary_runs(draws: int, gibbs_draws: int) -> list:
 
 def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/run_numpyro.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_numpyro" + (" --quick" if quick else "")
     draws = 400 if quick else 5000
     gibbs_draws = 10 if quick else 200
     lattice_draws = 15 if quick else 500  # NumPyro sweeps of 1000-3600 moves: 10-40 ms

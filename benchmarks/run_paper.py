@@ -19,7 +19,7 @@
 The sweeps drive the step methods' compiled kernels directly (the same functions
 ``pm.sample`` calls), which keeps the many short runs cheap. Writes the section
 ``paper`` of ``benchmarks/RESULTS.md`` and ``benchmarks/paper_efficiency.png``,
-``benchmarks/paper_scaling.png``. Run with ``python benchmarks/run_paper.py``
+``benchmarks/paper_scaling.png``. Run with ``python -m benchmarks.run_paper``
 (``--quick``: C2 only, smaller sweeps, no FHMM in Table 1).
 """
 
@@ -39,9 +39,6 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     format_table,
@@ -53,6 +50,8 @@ from pymc_discrete.adaptation import ScaleAdapter  # noqa: E402
 from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
 from pymc_discrete.kernels.arwm import RWState, arwm_step  # noqa: E402
 from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "benchmarks"
 FHMM_SIGMA2 = {"C1": 2.0, "C2": 1.0, "C3": 0.5}  # Appendix D.3
@@ -340,7 +339,7 @@ def fhmm_against_paper(scaling_rows, flatness: dict[int, float], chosen: int, ot
 
 def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/run_paper.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_paper" + (" --quick" if quick else "")
     if quick:
         configs = ("C2",)
         scales = {"LBP": np.unique(np.geomspace(1, 400, 9).round()),

@@ -11,7 +11,7 @@
    the tuned X marked; plot ``benchmarks/path_length.png``.
 
 Writes its section of ``benchmarks/RESULTS.md``. Run with
-``python benchmarks/run_path.py`` (part of ``make bench``; ``--quick`` for small sizes).
+``python -m benchmarks.run_path`` (part of ``make bench``; ``--quick`` for small sizes).
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     format_table,
@@ -40,6 +37,8 @@ from benchmarks.harness import (  # noqa: E402
     write_section,
 )
 from pymc_discrete.example_models import fhmm_model, ising_model, parity_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "benchmarks"
 PARITY_SAMPLERS = {
@@ -185,7 +184,7 @@ def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
         draws, tune, exact_draws, gibbs_draws = 10000, 3000, 200, 150
         sweep = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
         sweep_draws = 1500
-    command = "python benchmarks/run_path.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_path" + (" --quick" if quick else "")
     head = f"Produced by `{command}` on {stamp}.\nMachine: {machine_description()}."
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -12,7 +12,7 @@ ESS per logp evaluation and per second of SAMCMC against PyMC's gradient-free sa
 PyMC's samplers do one logp evaluation per draw; SAMCMC does ``steps_per_draw`` (and N
 for its initial population), and runs fewer draws for a similar number of evaluations.
 ESS per evaluation counts the post-tuning evaluations. Writes its section of
-``benchmarks/RESULTS.md``. Run with ``python benchmarks/run_samcmc.py`` (``--quick``:
+``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_samcmc`` (``--quick``:
 fewer draws and dimensions).
 """
 
@@ -22,17 +22,13 @@ import datetime
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pymc as pm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import machine_description, write_section  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import machine_description, write_section
 
 SAMPLERS = {
     "SAMCMC": lambda m: pmd.SAMCMC(model=m),
@@ -127,7 +123,7 @@ def main(quick: bool = False) -> None:
             evals = len(model.value_vars) if label == "Metropolis" else 1
             rows.append(("logistic regression (11 dims)", label,
                          run(model, make_step, draws, tune, evals_per_draw=evals)))
-    command = "python benchmarks/run_samcmc.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_samcmc" + (" --quick" if quick else "")
     text = f"""## SAMCMC: Sample Adaptive MCMC against PyMC's gradient-free samplers
 
 Produced by `{command}` on {stamp}.

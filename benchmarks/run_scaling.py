@@ -13,7 +13,7 @@ The kernel times come from running the step's kernel directly at the tuned R, wi
 compiled function timed by a wrapper. The slope of log(time per draw) against log(N)
 says whether the cost grows linearly. Writes the section ``scaling`` of
 ``benchmarks/RESULTS.md`` and ``benchmarks/scaling.png``. Run with
-``python benchmarks/run_scaling.py`` (``--quick``: up to 100 x 100, fewer draws).
+``python -m benchmarks.run_scaling`` (``--quick``: up to 100 x 100, fewer draws).
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import machine_description, measure, write_section  # noqa: E402
 from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
 from pymc_discrete.example_models import ising_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "benchmarks"
 
@@ -70,7 +69,7 @@ def kernel_breakdown(model: pm.Model, scale: float, n_steps: int) -> tuple[float
 
 def main(quick: bool = False) -> None:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/run_scaling.py" + (" --quick" if quick else "")
+    command = "python -m benchmarks.run_scaling" + (" --quick" if quick else "")
     sides = (20, 50, 100) if quick else (20, 50, 100, 141, 200)
     draws = 400 if quick else 2000
     rows = []

@@ -5,10 +5,16 @@ Runs ``pm.sample(draws=1500, tune=500, chains=1)`` four times per case and print
 best time per draw (tuning included), for ALBP, ARWM and PAS on a 50x50 Ising lattice,
 ALBP on 800 independent Bernoullis and on a 20x20 Potts model. To compare two versions
 of the package, run it against each tree in turn (a few rounds, alternating, since the
-machine's load moves the numbers by 10%)::
+machine's load moves the numbers by 10%), from the repository root::
 
+    python -m benchmarks.time_per_draw
     PYTHONPATH=/path/to/old/tree python benchmarks/time_per_draw.py
-    python benchmarks/time_per_draw.py
+
+The second line times the package in ``/path/to/old/tree`` (for instance a ``git
+archive`` of an older commit). It runs this file by its path rather than with ``-m``,
+since ``-m`` puts the current directory, and with it this tree's package, ahead of
+``PYTHONPATH``; that works because this script imports nothing from ``benchmarks``. The
+first line of the output names the package that was timed.
 
 The benchmarks proper (ESS per second against PyMC and NumPyro) are the ``run_*.py``
 scripts; pair this with ``draw_digests.py``, which checks that the chains are unchanged.
