@@ -285,8 +285,8 @@ def albp_step(
     ...     return 0.0, table
     >>> rng = np.random.default_rng(1)
     >>> state = init_lb_state(np.zeros(3, dtype=np.int64), flat, 1)
-    >>> state, info = albp_step(state, 2.0, rng, flat, 1)
-    >>> info.accepted, info.jump_distance
+    >>> new_state, info = albp_step(state, 2.0, rng, flat, 1)
+    >>> info.accepted, int(np.count_nonzero(new_state.x != state.x))
     (True, 2)
     """
     n = state.x.size
@@ -301,7 +301,7 @@ def albp_step(
             state.x, state.weights, state.site_weights, r, seed
         )
     if picks.size == 0:
-        return state, StepInfo(0.0, False, r, 0)
+        return state, StepInfo(0.0, False, r)
     logp_y, ratios_y = logp_and_ratios(y)
     logp_y = float(logp_y)
     ratios_y = np.asarray(ratios_y, dtype=np.float64)

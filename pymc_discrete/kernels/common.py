@@ -34,19 +34,16 @@ class StepInfo(NamedTuple):
         Whether the proposal became the new state.
     n_proposed : int
         Number of sites the proposal changed (R, or the path length for PAS).
-    jump_distance : int
-        Number of sites whose value differs between the old and the new state.
 
     Examples
     --------
-    >>> StepInfo(accept_prob=0.5, accepted=True, n_proposed=3, jump_distance=3).accepted
+    >>> StepInfo(accept_prob=0.5, accepted=True, n_proposed=3).accepted
     True
     """
 
     accept_prob: float
     accepted: bool
     n_proposed: int
-    jump_distance: int
 
 
 class StepsInfo(NamedTuple):
@@ -63,7 +60,7 @@ class StepsInfo(NamedTuple):
 
     Examples
     --------
-    >>> info = StepsInfo.from_steps([StepInfo(0.5, True, 3, 3), StepInfo(0.0, False, 2, 0)])
+    >>> info = StepsInfo.from_steps([StepInfo(0.5, True, 3), StepInfo(0.0, False, 2)])
     >>> info.accepted.tolist(), int(info.n_proposed.sum())
     ([True, False], 5)
     """
@@ -291,14 +288,14 @@ def metropolis_hastings(
 
 
 #: What a step that proposes to stay reports (R = 0: trivially accepted, nothing moves).
-STAY = StepInfo(1.0, True, 0, 0)
+STAY = StepInfo(1.0, True, 0)
 
 
 def step_result(current, proposed, accepted: bool, accept_prob: float, n_proposed: int):
     """The new state and the :class:`StepInfo` of a step that changed ``n_proposed`` sites."""
     if accepted:
-        return proposed, StepInfo(accept_prob, True, n_proposed, n_proposed)
-    return current, StepInfo(accept_prob, False, n_proposed, 0)
+        return proposed, StepInfo(accept_prob, True, n_proposed)
+    return current, StepInfo(accept_prob, False, n_proposed)
 
 
 @numba.njit(cache=True)

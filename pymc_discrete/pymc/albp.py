@@ -126,6 +126,9 @@ class ALBP(InformedStep):
         compiled_loop = check_bool("compiled_loop", compiled_loop)
         if compiled_loop and self.proposal != "gradient":
             raise ValueError("compiled_loop=True needs proposal='gradient'")
+        #: whether the draw's steps run in the numba-compiled loop (False after a
+        #: fallback to exact ratios)
+        self.compiled_loop = compiled_loop
         super().__init__(
             vars,
             target_accept=target_accept,
@@ -134,18 +137,19 @@ class ALBP(InformedStep):
             steps_per_draw=steps_per_draw,
             model=model,
             initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
             rng=rng,
             blocked=blocked,
         )
-        if compiled_loop and not self.is_binary:
+
+    def _build_proposal(self, compile_kwargs: dict | None) -> None:
+        if self.compiled_loop and not self.is_binary:
             raise ValueError(
                 "compiled_loop=True runs binary blocks only; this block has Categorical "
                 f"variables ({self.var_names})"
             )
-        self._compile_ratios(compile_kwargs, numba_loop=compiled_loop)
-        #: whether the draw's steps run in the numba-compiled loop (False after a
-        #: fallback to exact ratios)
-        self.compiled_loop = compiled_loop and self.proposal == "gradient"
+        self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
+        self.compiled_loop = self.compiled_loop and self.proposal == "gradient"
 
     def _init_state(self, x: np.ndarray):
         if self.is_binary and self.compiled_loop:

@@ -77,9 +77,12 @@ class ARWM(SiteBlockStep):
             steps_per_draw=steps_per_draw,
             model=model,
             initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
             rng=rng,
             blocked=blocked,
         )
+
+    def _build_proposal(self, compile_kwargs: dict | None) -> None:
         self._logp = compile_exact_logp(
             self.model, self.vars, self._initial_point, self._shared_vars(), compile_kwargs
         )

@@ -66,7 +66,8 @@ STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
 class SiteBlockStep(ArrayStepShared):
     """Shared machinery of the M-H steps on a block of discrete sites.
 
-    Subclasses provide ``_init_state(x)`` and ``_kernel_step(state, scale)``.
+    Subclasses provide ``_build_proposal(compile_kwargs)`` (called once, at construction,
+    before the tuner is built), ``_init_state(x)`` and ``_kernel_step(state, scale)``.
     """
 
     default_blocked = True
@@ -85,6 +86,7 @@ class SiteBlockStep(ArrayStepShared):
         steps_per_draw: int,
         model,
         initial_point,
+        compile_kwargs: dict | None,
         rng,
         blocked: bool,
     ) -> None:
@@ -108,20 +110,6 @@ class SiteBlockStep(ArrayStepShared):
             isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
         ]
         self.is_binary = not any(self._categorical)
-        name = self._scale_parameter
-        initial_scale = self._resolve_initial_scale(initial_scale)
-        try:
-            initial_scale = float(initial_scale)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a number, got {initial_scale!r}") from None
-        lower, upper = self._min_scale(), self._max_scale(self.n_sites)
-        if not lower <= initial_scale <= upper:
-            raise ValueError(
-                f"{name} must lie in [{lower:g}, {upper:g}] for this block of {self.n_sites} "
-                f"sites ({self._scale_bounds_reason}), got {initial_scale!r}"
-            )
-        self.adapter = ScaleAdapter(self.target_accept, initial_scale, lower, upper, adapt=adapt)
-
         #: the model's log density at the point the step was built at (NaN when it is
         #: not finite there: ``pm.sample(initvals=...)`` may start elsewhere, and the
         #: start is checked at the first draw instead)
@@ -135,6 +123,30 @@ class SiteBlockStep(ArrayStepShared):
         shared = make_shared_replacements(initial_point, value_vars, model)
         self._initial_point = initial_point
         super().__init__(value_vars, shared, blocked=blocked, rng=rng)
+        # the proposal is settled (including any fallback) before the scale's bounds,
+        # which may depend on it, are checked and the tuner is built
+        self._build_proposal(compile_kwargs)
+        self.adapter = self._build_adapter(initial_scale, adapt)
+
+    def _build_proposal(self, compile_kwargs: dict | None) -> None:
+        """Compile what the kernel evaluates (the log density, the local ratios)."""
+        raise NotImplementedError
+
+    def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter:
+        """Check the initial scale against the block's bounds and build the tuner."""
+        name = self._scale_parameter
+        initial_scale = self._resolve_initial_scale(initial_scale)
+        try:
+            initial_scale = float(initial_scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {initial_scale!r}") from None
+        lower, upper = self._min_scale(), self._max_scale(self.n_sites)
+        if not lower <= initial_scale <= upper:
+            raise ValueError(
+                f"{name} must lie in [{lower:g}, {upper:g}] for this block of {self.n_sites} "
+                f"sites ({self._scale_bounds_reason}), got {initial_scale!r}"
+            )
+        return ScaleAdapter(self.target_accept, initial_scale, lower, upper, adapt=adapt)
 
     #: why the scale is bounded as it is (for error messages)
     _scale_bounds_reason = (

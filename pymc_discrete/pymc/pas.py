@@ -133,13 +133,13 @@ class PAS(InformedStep):
             steps_per_draw=steps_per_draw,
             model=model,
             initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
             rng=rng,
             blocked=blocked,
         )
+
+    def _build_proposal(self, compile_kwargs: dict | None) -> None:
         self._compile_ratios(compile_kwargs)
-        if self.fallback_reason is not None:
-            self._on_proposal_changed()
-            self.adapter.start(None)
 
     def _on_proposal_changed(self) -> None:
         """Exact ratios now: their bound on X applies."""

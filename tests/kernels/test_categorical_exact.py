@@ -58,7 +58,7 @@ def test_categorical_albp_kernel_matches_its_matrix(name, weight, r, x0):
     for _ in range(N_REPEATS):
         new, info = albp_step(state0, float(r), rng, target, code)
         counts[categorical_index(new.x, KS)] += 1
-        assert np.sum(new.x != state0.x) == info.jump_distance
+        assert np.sum(new.x != state0.x) == (info.n_proposed if info.accepted else 0)
     assert_frequencies_match(counts, P[categorical_index(x0, KS)])
 
 
