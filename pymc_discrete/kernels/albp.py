@@ -13,8 +13,8 @@ g(exp(d(i, c)))``), and accepts with the Metropolis-Hastings ratio of the ordere
 its reverse (eq. 5 of the optimal-scaling paper). The several-steps compiled loop is
 :mod:`pymc_discrete.kernels.albp_loop`.
 
-The kernels take plain callables and an ``np.random.Generator``; they know nothing of
-PyMC.
+The kernels take plain callables and an ``np.random.Generator`` (how randomness enters
+the compiled parts: :mod:`pymc_discrete.kernels`, "Randomness"); they know nothing of PyMC.
 """
 
 from __future__ import annotations

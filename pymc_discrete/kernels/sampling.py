@@ -30,7 +30,8 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
     r : int
         Number of sites to draw, ``1 <= r <= N``.
     rng : numpy.random.Generator
-        Source of the uniforms (numba draws from the same stream as numpy would).
+        Source of the seed of numba's generator, which draws the uniforms (see
+        :mod:`pymc_discrete.kernels`, "Randomness").
 
     Returns
     -------
@@ -79,7 +80,7 @@ def _locate(cumulative: np.ndarray, uniforms: np.ndarray, total: float, start: i
 @numba.njit(cache=True)
 def sample_ordered_core(weights: np.ndarray, r: int) -> np.ndarray:
     """:func:`sample_ordered` inside compiled kernels: draws from numba's internal
-    generator (seeded by the caller)."""
+    generator, which the calling compiled function has seeded from its ``seed`` argument."""
     n = weights.size
     cumulative = np.empty(n)
     total = 0.0

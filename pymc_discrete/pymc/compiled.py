@@ -17,8 +17,7 @@ from pymc_discrete.pymc.relaxation import relaxed_logp
 
 __all__ = [
     "CompiledRatios",
-    "compile_logp_and_ratios",
-    "compile_logp_and_table",
+    "compile_gradient_ratios",
     "compile_exact_logp",
 ]
 
@@ -76,7 +75,62 @@ class CompiledRatios:
         return float(logp_value), ratio_values
 
 
-def compile_logp_and_ratios(
+def compile_gradient_ratios(
+    model,
+    value_vars: Sequence[Variable],
+    shapes: Sequence[tuple[int, ...]],
+    categorical: Sequence[bool],
+    n_values: Sequence[int],
+    shared: dict[Variable, Variable],
+    compile_kwargs: dict | None = None,
+    numba_loop: bool = False,
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """Compile ``x -> (logp(x), first-order local log-ratios)`` from the gradient of the
+    block's continuous relaxation, in the layout of
+    :mod:`~pymc_discrete.kernels.ratios`: the flip vector for a block of Bernoulli
+    variables only, the (N, K) table as soon as one variable is Categorical.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    value_vars : sequence of Variable
+        Value variables of the block (Bernoulli and Categorical).
+    shapes : sequence of tuple of int
+        Their shapes.
+    categorical : sequence of bool
+        Whether each variable is Categorical (else Bernoulli).
+    n_values : sequence of int
+        K of each variable (2 for Bernoulli).
+    shared : dict
+        Other value variable -> shared variable holding its current value.
+    compile_kwargs : dict, optional
+        Passed to :func:`pymc.pytensorf.compile` (e.g. ``mode``).
+    numba_loop : bool
+        For a binary block, compile in PyTensor's NUMBA mode and return a
+        :class:`CompiledRatios` that compiled loops can call.
+
+    Returns
+    -------
+    callable
+        Takes the block's sites as a raveled int64 vector.
+
+    Raises
+    ------
+    RelaxationError
+        When the model has a term the relaxation cannot express.
+    """
+    if not any(categorical):
+        return _compile_flip_ratios(
+            model, value_vars, shapes, shared, compile_kwargs, numba_loop=numba_loop
+        )
+    if numba_loop:
+        raise ValueError("the compiled loop runs binary blocks only")
+    return _compile_ratio_table(
+        model, value_vars, shapes, categorical, n_values, shared, compile_kwargs
+    )
+
+
+def _compile_flip_ratios(
     model,
     value_vars: Sequence[Variable],
     shapes: Sequence[tuple[int, ...]],
@@ -132,7 +186,7 @@ def compile_logp_and_ratios(
     return logp_and_ratios
 
 
-def compile_logp_and_table(
+def _compile_ratio_table(
     model,
     value_vars: Sequence[Variable],
     shapes: Sequence[tuple[int, ...]],

@@ -18,7 +18,7 @@ import numpy as np
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.block_step import SiteBlockStep
-from pymc_discrete.pymc.compiled import compile_logp_and_ratios, compile_logp_and_table
+from pymc_discrete.pymc.compiled import compile_gradient_ratios
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning
 from pymc_discrete.pymc.validation import check_choice
@@ -45,16 +45,10 @@ class InformedStep(SiteBlockStep):
         shared = self._shared_vars()
         if self.proposal == "gradient":
             try:
-                if self.is_binary:
-                    self._logp_and_ratios = compile_logp_and_ratios(
-                        self.model, self.vars, self.shapes, shared, compile_kwargs,
-                        numba_loop=numba_loop,
-                    )
-                else:
-                    self._logp_and_ratios = compile_logp_and_table(
-                        self.model, self.vars, self.shapes, self._categorical,
-                        self._counts, shared, compile_kwargs,
-                    )
+                self._logp_and_ratios = compile_gradient_ratios(
+                    self.model, self.vars, self.shapes, self._categorical, self._counts,
+                    shared, compile_kwargs, numba_loop=numba_loop,
+                )
             except RelaxationError as err:
                 self._fall_back_to_exact(str(err), stacklevel=4)
             else:

@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.compiled import compile_logp_and_ratios
+from pymc_discrete.pymc.compiled import compile_gradient_ratios
 from tests.exact import all_states
 
 
@@ -98,7 +98,7 @@ def test_unrelaxable_models_get_an_error_naming_the_operation(build, op):
         pm.Potential("term", build(g))
     value = model.rvs_to_values[g]
     with pytest.raises(pmd.RelaxationError, match=op):
-        compile_logp_and_ratios(model, [value], [(3,)], {})
+        compile_gradient_ratios(model, [value], [(3,)], [False], [2], {})
     # the step falls back to exact ratios and says why, naming the operation
     with pytest.warns(pmd.RelaxationWarning, match=op):
         step = pmd.ALBP([g], model=model)

@@ -94,9 +94,21 @@ def test_sampler_stats_have_the_contract_names_and_dtypes(coupled_model):
     np.testing.assert_array_equal(moved, jumps[:, 1:])
 
 
-@pytest.mark.parametrize("cls", [pmd.ALBP, pmd.ARWM])
-def test_same_seed_gives_same_draws_with_one_or_two_cores(coupled_model, cls):
-    step = cls([coupled_model["x"]], model=coupled_model)
+REPRODUCIBLE_STEPS = {
+    "albp": lambda vars, model: pmd.ALBP(vars, model=model),
+    "albp-exact": lambda vars, model: pmd.ALBP(vars, proposal="exact", model=model),
+    "albp-compiled-loop": lambda vars, model: pmd.ALBP(
+        vars, compiled_loop=True, steps_per_draw=3, model=model
+    ),
+    "arwm": lambda vars, model: pmd.ARWM(vars, model=model),
+    "pafs": lambda vars, model: pmd.PAS(vars, model=model),
+    "pas-exact": lambda vars, model: pmd.PAS(vars, proposal="exact", model=model),
+}
+
+
+@pytest.mark.parametrize("kind", list(REPRODUCIBLE_STEPS))
+def test_same_seed_gives_same_draws_with_one_or_two_cores(coupled_model, kind):
+    step = REPRODUCIBLE_STEPS[kind]([coupled_model["x"]], coupled_model)
     runs = [
         _sample(coupled_model, step, draws=100, tune=100, cores=cores, random_seed=7)
         for cores in (1, 1, 2)
