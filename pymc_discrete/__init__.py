@@ -10,6 +10,7 @@ from pymc_discrete.pymc import (
     ALBP,
     ARWM,
     PAS,
+    BlockedGibbs,
     RelaxationError,
     RelaxationWarning,
     TuningWarning,
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ALBP",
     "ARWM",
+    "BlockedGibbs",
     "PAS",
     "RelaxationError",
     "RelaxationWarning",

@@ -2,6 +2,7 @@
 
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.arwm import ARWM
+from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
 from pymc_discrete.pymc.pas import PAS
 from pymc_discrete.pymc.register import is_registered, register, unregister
@@ -9,6 +10,7 @@ from pymc_discrete.pymc.register import is_registered, register, unregister
 __all__ = [
     "ALBP",
     "ARWM",
+    "BlockedGibbs",
     "PAS",
     "RelaxationError",
     "RelaxationWarning",

@@ -62,6 +62,7 @@ from pytensor.tensor.subtensor import (
     unflatten_index_variables,
 )
 
+from pymc_discrete.kernels.gibbs import colour_conditional_table, colour_value_states
 from pymc_discrete.kernels.structure import (
     DependencySuperset,
     StructureMismatch,
@@ -797,6 +798,41 @@ class ExactRatios:
             "imprecise_ops": analysis.get("imprecise_ops"),
         }
         return structure
+
+    @property
+    def proven(self) -> bool:
+        """Whether the colouring comes from the graph's dependency superset: sites of one
+        colour then share no term at any state (else only at the probe points)."""
+        return self.setup_report["structure"] == "graph"
+
+    def colour_sites(self) -> list[np.ndarray]:
+        """The sites of every colour, in colour order."""
+        colour = self.structure.colour
+        order = np.argsort(colour, kind="stable")
+        bounds = np.searchsorted(colour[order], np.arange(self.structure.n_colours + 1))
+        return [order[bounds[c] : bounds[c + 1]] for c in range(self.structure.n_colours)]
+
+    def block_logp(self, x: np.ndarray) -> float:
+        """Sum of the terms that depend on the block, at ``x``."""
+        return float(self.batch_terms(np.asarray(x)[None, :])[0].sum())
+
+    def colour_conditionals(self, x: np.ndarray, sites: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(logp at x, (n_c, K) table of d(i, v))`` for the sites of one colour, from one
+        batched evaluation at ``1 + K`` states
+        (:func:`~pymc_discrete.kernels.gibbs.colour_conditional_table`)."""
+        ks = self._site_values
+        k = int(ks.max())
+        terms = self.batch_terms(colour_value_states(x, sites, ks, k))
+        table = colour_conditional_table(
+            terms, self.structure.site_ptr, self.structure.site_terms, sites, x, ks, k
+        )
+        return float(terms[0].sum()), table
+
+    @property
+    def _site_values(self) -> np.ndarray:
+        if self.n_categories is None:
+            return np.full(self.n_sites, 2, dtype=np.int64)
+        return self.n_categories
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         s = self.structure

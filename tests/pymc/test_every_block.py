@@ -20,6 +20,7 @@ STEPS = {
     "pas": lambda v: pmd.PAS(v),
     "pas-exact": lambda v: pmd.PAS(v, proposal="exact"),
     "arwm": lambda v: pmd.ARWM(v),
+    "gibbs": lambda v: pmd.BlockedGibbs(v),
 }
 
 
@@ -166,7 +167,7 @@ def _random_block(seed: int) -> tuple[pm.Model, list[str]]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("step", ["albp", "albp-exact", "pas", "arwm"])
+@pytest.mark.parametrize("step", ["albp", "albp-exact", "pas", "arwm", "gibbs"])
 def test_random_small_blocks_match_enumeration(seed, step):
     """Property test: random fields, couplings, pinned sites and categories, sizes 1 to 8."""
     model, names = _random_block(seed)

@@ -1,0 +1,132 @@
+"""BlockedGibbs: colour classes drawn from exact conditionals, exact whatever the
+colouring (a probed colouring that misses a coupling is corrected by Metropolis-Hastings)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pymc.pytensorf import make_shared_replacements
+
+import pymc_discrete as pmd
+from pymc_discrete.kernels.structure import build_structure
+from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.example_models import ising_model
+from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
+from tests.pymc.test_exact_ratios import _brute_force_structure
+
+
+def _sample(model, step, draws=1500, tune=200, seed=5):
+    with model:
+        return pm.sample(draws=draws, tune=tune, chains=2, cores=1, step=[step],
+                         random_seed=seed, progressbar=False,
+                         compute_convergence_checks=False)
+
+
+def _pattern_model(n: int = 9) -> pm.Model:
+    """A reward for the pattern 1, 0, 1 in consecutive sites: a triple's term changes with
+    one site only where the other two have the pattern, so probes miss couplings."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=n)
+        pm.Potential("pattern", 1.7 * pt.eq(x[:-2] - x[1:-1] + x[2:], 2).sum())
+    return model
+
+
+def _probed_only(model: pm.Model) -> ExactRatios:
+    """Exact ratios whose colouring uses the probed dependencies alone, which miss some
+    of the couplings of :func:`_pattern_model`."""
+    value_vars = [model.rvs_to_values[model["x"]]]
+    point = model.initial_point()
+    shared = make_shared_replacements(point, value_vars, model)
+    exact = ExactRatios(model, value_vars, point, shared)
+    x0 = np.ravel(point["x"]).astype(np.int64)
+    probed = _brute_force_structure(exact, x0)
+    graph = exact.structure
+    true_terms = [graph.site_terms[graph.site_ptr[i]:graph.site_ptr[i + 1]]
+                  for i in range(x0.size)]
+    assert sum(len(a) < len(b) for a, b in zip(probed, true_terms, strict=True)) > 0
+    exact.structure = build_structure(probed, exact.n_terms)
+    exact.setup_report["structure"] = "probes"
+    return exact
+
+
+def test_a_missed_coupling_is_corrected_not_a_bias():
+    model = _pattern_model()
+    states, probs = enumerate_block(model, ["x"])
+    exact = _probed_only(model)
+    graph = ExactRatios(model, [model.rvs_to_values[model["x"]]], model.initial_point(),
+                        {}).structure
+    terms = [set(graph.site_terms[graph.site_ptr[i]:graph.site_ptr[i + 1]]) for i in range(9)]
+    colour = exact.structure.colour
+    shared_in_a_colour = [(i, j) for i in range(9) for j in range(i + 1, 9)
+                          if colour[i] == colour[j] and terms[i] & terms[j]]
+    assert shared_in_a_colour  # the probed colouring puts coupled sites together
+    with model:
+        step = pmd.BlockedGibbs([model["x"]], exact_ratios=exact)
+    assert not step.proven
+    idata = _sample(model, step, draws=3000)
+    assert_joint_frequencies_match(idata, ["x"], states, probs)
+    # the correction is what keeps it exact: some colour draws are rejected
+    assert idata.sample_stats["accept"].values.min() < 1.0
+
+
+def test_without_the_correction_the_probed_colouring_would_be_biased():
+    """The same sampler told that the probed colouring is proven: the test above has
+    teeth (its frequencies would fail)."""
+    model = _pattern_model()
+    states, probs = enumerate_block(model, ["x"])
+    exact = _probed_only(model)
+    with model:
+        step = pmd.BlockedGibbs([model["x"]], exact_ratios=exact)
+    step.proven = True
+    idata = _sample(model, step, draws=3000)
+    with pytest.raises(AssertionError):
+        assert_joint_frequencies_match(idata, ["x"], states, probs)
+
+
+def test_ising_lattice_is_two_colours_and_every_sweep_is_accepted():
+    model = ising_model(6)
+    with model:
+        step = pmd.BlockedGibbs()
+    assert step.n_colours == 2 and step.proven
+    idata = _sample(model, step, draws=300, tune=50)
+    assert (idata.sample_stats["accept"].values == 1.0).all()
+    assert (idata.sample_stats["scaling"].values == 2.0).all()
+    assert idata.sample_stats["jump_distance"].values.mean() > 3
+
+
+def test_occupancy_indicators_match_the_summed_out_posterior():
+    """Site occupancy (200 sites, 5 visits): psi and p from NUTS, the indicators from
+    BlockedGibbs, against the posterior with the indicators summed out."""
+    rng = np.random.default_rng(0)
+    n_sites, n_visits = 200, 5
+    z_true = rng.random(n_sites) < 0.6
+    y = ((rng.random((n_sites, n_visits)) < 0.3) & z_true[:, None]).astype(int)
+    detected = y.any(axis=1)
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 1, 1)
+        p = pm.Beta("p", 1, 1)
+        z = pm.Bernoulli("z", psi, shape=n_sites)
+        pm.Bernoulli("y", z[:, None] * p, observed=y)
+        step = pmd.BlockedGibbs([z])
+    idata = _sample(model, step, draws=1000, tune=500)
+    with pm.Model() as marginal:
+        psi = pm.Beta("psi", 1, 1)
+        p = pm.Beta("p", 1, 1)
+        hits = y.sum(axis=1)
+        present = pt.log(psi) + hits * pt.log(p) + (n_visits - hits) * pt.log1p(-p)
+        absent = pt.log1p(-psi)
+        pm.Potential("y", pt.switch(detected, present,
+                                    pt.logaddexp(present, absent)).sum())
+        reference = pm.sample(draws=2000, tune=500, chains=2, cores=1, random_seed=1,
+                              progressbar=False, compute_convergence_checks=False)
+    import arviz as az
+    for name in ("psi", "p"):
+        got = idata.posterior[name].values.ravel().mean()
+        want = reference.posterior[name].values.ravel().mean()
+        mcse = np.hypot(float(az.mcse(idata, var_names=[name])[name]),
+                        float(az.mcse(reference, var_names=[name])[name]))
+        assert abs(got - want) < 4 * mcse, (name, got, want, mcse)
+    # every detected site is occupied in every draw
+    assert (idata.posterior["z"].values[..., detected] == 1).all()
