@@ -2,6 +2,7 @@
 
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.arwm import ARWM
+from pymc_discrete.pymc.choose import Recommendation, recommend
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
 from pymc_discrete.pymc.pas import PAS
@@ -12,10 +13,12 @@ __all__ = [
     "ARWM",
     "BlockedGibbs",
     "PAS",
+    "Recommendation",
     "RelaxationError",
     "RelaxationWarning",
     "TuningWarning",
     "is_registered",
+    "recommend",
     "register",
     "unregister",
 ]

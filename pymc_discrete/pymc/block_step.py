@@ -89,6 +89,7 @@ class SiteBlockStep(ArrayStepShared):
         compile_kwargs: dict | None,
         rng,
         blocked: bool,
+        shared: dict | None = None,
     ) -> None:
         model = modelcontext(model)
         self.target_accept = check_unit_interval("target_accept", target_accept)
@@ -120,7 +121,8 @@ class SiteBlockStep(ArrayStepShared):
         self._n_tune: int | None = None
         self._state = None
         self._shared_seen: list[np.ndarray] | None = None
-        shared = make_shared_replacements(initial_point, value_vars, model)
+        if shared is None:  # else: those of a structure already compiled for this block
+            shared = make_shared_replacements(initial_point, value_vars, model)
         self._initial_point = initial_point
         super().__init__(value_vars, shared, blocked=blocked, rng=rng)
         # the proposal is settled (including any fallback) before the scale's bounds,

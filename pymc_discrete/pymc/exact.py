@@ -658,6 +658,9 @@ class ExactRatios:
         self, model, value_vars, point, shared, compile_kwargs=None, seed=0, n_categories=None
     ):
         value_vars = list(value_vars)
+        #: other value variable -> the shared variable its current value is read from
+        #: (a step built on this object must update these)
+        self.shared = shared
         self.n_categories = None if n_categories is None else np.asarray(n_categories, np.int64)
         n_sites = int(sum(np.size(point[v.name]) for v in value_vars))
         names = ", ".join(v.name for v in value_vars)

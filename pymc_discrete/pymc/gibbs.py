@@ -42,6 +42,9 @@ class BlockedGibbs(SiteBlockStep):
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
+    exact_ratios : ExactRatios, optional
+        The block's structure, already read (by :func:`~pymc_discrete.recommend`): the
+        step then reads the model's other variables through its shared variables.
 
     Attributes
     ----------
@@ -98,6 +101,7 @@ class BlockedGibbs(SiteBlockStep):
             compile_kwargs=compile_kwargs,
             rng=rng,
             blocked=blocked,
+            shared=None if exact_ratios is None else exact_ratios.shared,
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:

@@ -1,20 +1,24 @@
-"""Opt-in registration of ALBP as PyMC's automatic step method for binary variables."""
+"""Opt-in registration of the package's automatic step choice in PyMC's step assignment."""
 
 from __future__ import annotations
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.choose import AutoStep
 
 __all__ = ["register", "unregister", "is_registered"]
 
 
 def register() -> None:
-    """Make ``pm.sample()`` assign :class:`ALBP` to Bernoulli variables automatically.
+    """Make ``pm.sample()`` choose the package's step for Bernoulli and Categorical
+    variables automatically.
 
-    PyMC picks the first step method of highest competence in its registry, and its own
-    ``BinaryGibbsMetropolis`` also claims to be ideal for Bernoulli variables, so ALBP is
-    put at the front. Calling it twice has no further effect; :func:`unregister` undoes it.
+    PyMC assigns each variable the first step method of highest competence in its
+    registry; :class:`~pymc_discrete.pymc.choose.AutoStep` is put at the front, and when
+    PyMC builds it for the discrete variables it returns the step
+    :func:`~pymc_discrete.recommend` chooses from the model's structure (BlockedGibbs
+    when few colours cover the block, else ALBP), logging why. Calling it twice has no
+    further effect; :func:`unregister` undoes it.
 
     Examples
     --------
@@ -24,8 +28,8 @@ def register() -> None:
     True
     >>> pmd.unregister()
     """
-    if ALBP not in STEP_METHODS:
-        STEP_METHODS.insert(0, ALBP)
+    if AutoStep not in STEP_METHODS:
+        STEP_METHODS.insert(0, AutoStep)
 
 
 def unregister() -> None:
@@ -37,8 +41,8 @@ def unregister() -> None:
     >>> pmd.register(); pmd.unregister(); pmd.is_registered()
     False
     """
-    while ALBP in STEP_METHODS:
-        STEP_METHODS.remove(ALBP)
+    while AutoStep in STEP_METHODS:
+        STEP_METHODS.remove(AutoStep)
 
 
 def is_registered() -> bool:
@@ -50,4 +54,4 @@ def is_registered() -> bool:
     >>> pmd.is_registered()
     False
     """
-    return ALBP in STEP_METHODS
+    return AutoStep in STEP_METHODS

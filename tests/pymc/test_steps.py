@@ -130,7 +130,9 @@ def test_parallel_chains_under_spawn(mixed_model, mixed_truth):
     _assert_means_within_mcse(idata, "g", mixed_truth[0])
 
 
-def test_register_makes_pm_sample_pick_albp(mixed_model, mixed_truth):
+def test_register_makes_pm_sample_pick_the_recommended_step(mixed_model, mixed_truth, caplog):
+    from pymc_discrete.pymc.choose import AutoStep
+
     _, selected = assign_step_methods(mixed_model, None)
     assert pm.BinaryGibbsMetropolis in selected
     pmd.register()
@@ -138,8 +140,11 @@ def test_register_makes_pm_sample_pick_albp(mixed_model, mixed_truth):
         pmd.register()  # idempotent
         assert pmd.is_registered()
         _, selected = assign_step_methods(mixed_model, None)
-        assert selected[pmd.ALBP] == [mixed_model.rvs_to_values[mixed_model["g"]]]
-        idata = _sample(mixed_model, None, draws=1500)  # pm.sample builds ALBP itself
+        assert selected[AutoStep] == [mixed_model.rvs_to_values[mixed_model["g"]]]
+        with caplog.at_level("INFO", logger="pymc"):
+            idata = _sample(mixed_model, None, draws=1500)  # pm.sample builds the step
+        # three indicators coupled through the likelihood: three colours, a cheap sweep
+        assert any("chose BlockedGibbs" in r.getMessage() for r in caplog.records)
         assert "jump_distance" in idata.sample_stats
         _assert_means_within_mcse(idata, "g", mixed_truth[0])
     finally:
