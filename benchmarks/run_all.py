@@ -18,8 +18,9 @@ import time
 from benchmarks.harness import CONCURRENT_JOBS
 
 #: every script, the longest first (so that --jobs packs them well)
-SCRIPTS = ("run_numpyro", "run_path", "run_models", "run_exact", "run_core", "run_paper",
-           "run_samcmc", "run_categorical", "run_mixture", "run_scaling")
+SCRIPTS = ("run_applied", "run_numpyro", "run_path", "run_models", "run_exact", "run_core",
+           "run_paper", "run_blocked", "run_samcmc", "run_categorical", "run_mixture",
+           "run_scaling")
 
 
 def run_script(name: str, quick: bool) -> float:

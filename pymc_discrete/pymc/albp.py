@@ -39,7 +39,12 @@ class ALBP(InformedStep):
         Locally balanced function: ``t / (1 + t)`` or ``sqrt(t)``.
     target_accept : float
         Acceptance rate R is tuned toward, in (0, 1).
-    proposal : {"gradient", "exact"}
+    proposal : {"auto", "gradient", "exact"}
+        ``"auto"`` (default): the gradient when its ratios are exact for the model
+        (checked against single-site moves at construction); otherwise the gradient only
+        if its single-move proposal agrees with the exact one well enough to pay for the
+        exact ratios' measured extra cost (agreement x cost ratio >= 1), else exact
+        ratios. ``proposal_reason`` says what was measured.
         How the local log-ratios ``log pi(x with site i flipped) - log pi(x)`` are
         obtained. ``"gradient"``: a first-order estimate from one gradient of a continuous
         relaxation of the model (exact for log densities multilinear in the sites, such as
@@ -81,7 +86,10 @@ class ALBP(InformedStep):
     scale : float
         The current R.
     proposal : str
-        The proposal in use (``"exact"`` after a fallback).
+        The proposal in use, ``"gradient"`` or ``"exact"`` (after the automatic choice
+        or a fallback).
+    proposal_reason : str
+        Why that proposal is in use (one line).
     fallback_reason : str or None
         Why the gradient proposal was unavailable, if it was.
     ratios_are_exact : bool
@@ -111,7 +119,7 @@ class ALBP(InformedStep):
         *,
         weight: str = "barker",
         target_accept: float = 0.574,
-        proposal: str = "gradient",
+        proposal: str = "auto",
         initial_scale: float = 1.0,
         adapt: bool = True,
         steps_per_draw: int = 1,
@@ -124,8 +132,8 @@ class ALBP(InformedStep):
     ) -> None:
         self._choose_proposal(weight, proposal)
         compiled_loop = check_bool("compiled_loop", compiled_loop)
-        if compiled_loop and self.proposal != "gradient":
-            raise ValueError("compiled_loop=True needs proposal='gradient'")
+        if compiled_loop and self.proposal == "exact":
+            raise ValueError("compiled_loop=True needs the gradient proposal")
         #: whether the draw's steps run in the numba-compiled loop (False after a
         #: fallback to exact ratios)
         self.compiled_loop = compiled_loop
@@ -143,6 +151,9 @@ class ALBP(InformedStep):
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
+        if self.compiled_loop and self.proposal == "auto":
+            self.proposal = "gradient"  # the loop the user asked for runs the gradient
+            self.proposal_reason = "compiled_loop=True runs the gradient proposal"
         if self.compiled_loop and not self.is_binary:
             raise ValueError(
                 "compiled_loop=True runs binary blocks only; this block has Categorical "

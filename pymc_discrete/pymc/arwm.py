@@ -84,7 +84,8 @@ class ARWM(SiteBlockStep):
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         self._logp = compile_exact_logp(
-            self.model, self.vars, self._initial_point, self._shared_vars(), compile_kwargs
+            self.model, self.vars, self._initial_point, self._shared_vars(), compile_kwargs,
+            offsets=self.offsets,
         )
 
     def _init_state(self, x: np.ndarray):

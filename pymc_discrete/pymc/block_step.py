@@ -19,12 +19,12 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
-from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_discrete.adaptation import ScaleAdapter
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.pymc.exceptions import TuningWarning
 from pymc_discrete.pymc.validation import (
+    SUPPORTED_OPS,
     block_value_vars,
     check_discrete_block,
     check_initial_point,
@@ -97,25 +97,26 @@ class SiteBlockStep(ArrayStepShared):
         value_vars = block_value_vars(model, vars, type(self).__name__, self.competence)
         if initial_point is None:
             initial_point = model.initial_point()
-        counts = check_discrete_block(model, value_vars, type(self).__name__, initial_point)
+        support = check_discrete_block(model, value_vars, type(self).__name__, initial_point)
         self.model = model
         self.shapes = [tuple(np.shape(initial_point[v.name])) for v in value_vars]
         self.n_sites = int(sum(np.prod(s, dtype=int) for s in self.shapes))
         #: number of values of every site, raveled in block order
-        self.n_categories = np.concatenate(
-            [np.full(int(np.prod(s, dtype=int)), k, dtype=np.int64)
-             for s, k in zip(self.shapes, counts)]
-        )
-        self._counts = counts
-        self._categorical = [
-            isinstance(model.values_to_rvs[v].owner.op, CategoricalRV) for v in value_vars
-        ]
-        self.is_binary = not any(self._categorical)
+        self.n_categories = support.n_values
+        #: smallest value of every site (a site's index v stands for the value offset + v)
+        self.offsets = support.offsets
+        self._offset = bool(self.offsets.any())
+        self._counts = support.counts
+        self._categorical = support.categorical
+        #: whether every variable is Bernoulli (the binary fast path)
+        self.is_binary = not any(support.categorical) and not support.finite_integer
+        #: whether a variable has no continuous relaxation (DiscreteUniform, Binomial, ...)
+        self.has_finite_integers = support.finite_integer
         #: the model's log density at the point the step was built at (NaN when it is
         #: not finite there: ``pm.sample(initvals=...)`` may start elsewhere, and the
         #: start is checked at the first draw instead)
         self._initial_logp = check_initial_point(
-            model, initial_point, value_vars, counts, strict=False
+            model, initial_point, value_vars, support, strict=False
         )
         self.tune = True
         self._n_tune: int | None = None
@@ -284,6 +285,8 @@ class SiteBlockStep(ArrayStepShared):
                      "jump_distance": 0, "n_proposed": 0}
             return q0, [stats]
         x = np.asarray(q0.data, dtype=np.int64)
+        if self._offset:
+            x = x - self.offsets
         state = self._state
         if self._others_changed() or state is None or not np.array_equal(state.x, x):
             state = self._init_state(x)
@@ -310,7 +313,8 @@ class SiteBlockStep(ArrayStepShared):
             "jump_distance": int(np.count_nonzero(state.x != start)),
             "n_proposed": int(info.n_proposed.sum()),
         }
-        return RaveledVars(state.x.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+        values = state.x + self.offsets if self._offset else state.x
+        return RaveledVars(values.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
 
     def _record_tuning(self, info: StepsInfo) -> None:
         """Count the tuning steps and accepted moves (for :meth:`_refuse_a_frozen_chain`)."""
@@ -337,9 +341,16 @@ class SiteBlockStep(ArrayStepShared):
         start = 0
         for v, shape in zip(self.vars, self.shapes):
             size = int(np.prod(shape, dtype=int))
-            point[v.name] = x[start : start + size].reshape(shape).astype(point[v.name].dtype)
+            values = x[start : start + size] + self.offsets[start : start + size]
+            point[v.name] = values.reshape(shape).astype(point[v.name].dtype)
             start += size
         return point
+
+    def _sites_of(self, point: dict[str, np.ndarray]) -> np.ndarray:
+        """The block's site indices (value minus offset, raveled) at a model point."""
+        values = [np.ravel(point[v.name]) for v in self.vars]
+        x = np.concatenate(values) if values else np.zeros(0)
+        return x.astype(np.int64) - self.offsets
 
     def _offending_terms(self, x: np.ndarray) -> str:
         """`` (terms: name=-inf, ...)`` for the terms that are not finite at ``x``."""
@@ -359,14 +370,15 @@ class SiteBlockStep(ArrayStepShared):
             infos.append(info)
         return state, StepsInfo.from_steps(infos)
 
-    #: how well the step suits a Bernoulli or Categorical variable (PyMC picks the
+    #: how well the step suits a variable it supports (PyMC picks the
     #: step of the highest competence for each variable)
     _competence_level = Competence.IDEAL
 
     @classmethod
     def competence(cls, var, has_grad=False):
-        """The step's competence for Bernoulli and Categorical variables (IDEAL for ALBP,
-        COMPATIBLE for ARWM and PAS), INCOMPATIBLE for any other variable."""
-        if isinstance(getattr(var.owner, "op", None), BernoulliRV | CategoricalRV):
+        """The step's competence for Bernoulli, Categorical and finite integer variables
+        (DiscreteUniform, Binomial, BetaBinomial): IDEAL for ALBP, COMPATIBLE for the
+        others; INCOMPATIBLE for any other variable."""
+        if isinstance(getattr(var.owner, "op", None), SUPPORTED_OPS):
             return cls._competence_level
         return Competence.INCOMPATIBLE

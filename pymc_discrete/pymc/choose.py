@@ -21,11 +21,9 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-import numpy as np
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.compound import BlockedStep
-from pytensor.tensor.random.basic import BernoulliRV
 
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.exact import ExactRatios
@@ -86,8 +84,8 @@ def _block(vars, model, initial_point):
     value_vars = block_value_vars(model, vars, "recommend", ALBP.competence)
     if initial_point is None:
         initial_point = model.initial_point()
-    counts = check_discrete_block(model, value_vars, "recommend", initial_point)
-    return value_vars, initial_point, counts
+    support = check_discrete_block(model, value_vars, "recommend", initial_point)
+    return value_vars, initial_point, support
 
 
 def recommend(vars=None, model=None, initial_point=None,
@@ -119,20 +117,15 @@ def recommend(vars=None, model=None, initial_point=None,
     ('BlockedGibbs', 1)
     """
     model = modelcontext(model)
-    value_vars, initial_point, counts = _block(vars, model, initial_point)
+    value_vars, initial_point, support = _block(vars, model, initial_point)
     names = ", ".join(v.name for v in value_vars)
-    n_sites = int(sum(np.size(initial_point[v.name]) for v in value_vars))
-    binary = all(
-        isinstance(model.values_to_rvs[v].owner.op, BernoulliRV) for v in value_vars
-    )
-    n_categories = None if binary else np.concatenate([
-        np.full(np.size(initial_point[v.name]), k, dtype=np.int64)
-        for v, k in zip(value_vars, counts)
-    ])
+    n_sites = int(support.n_values.size)
+    binary = not any(support.categorical) and not support.finite_integer
+    n_categories = None if binary else support.n_values
     shared = make_shared_replacements(initial_point, value_vars, model)
     try:
         exact = ExactRatios(model, value_vars, initial_point, shared, compile_kwargs,
-                            n_categories=n_categories)
+                            n_categories=n_categories, offsets=support.offsets)
     except Exception as err:  # any failure to read the structure: the gradient step
         return Recommendation(
             ALBP, f"the structure of {names} could not be read ({err}); ALBP needs none",

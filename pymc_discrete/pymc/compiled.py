@@ -281,6 +281,7 @@ def compile_exact_logp(
     point: dict[str, np.ndarray],
     shared: dict[Variable, Variable],
     compile_kwargs: dict | None = None,
+    offsets: np.ndarray | None = None,
 ) -> Callable[[np.ndarray], float]:
     """Compile the model's exact joint logp as a function of the block's raveled sites.
 
@@ -295,18 +296,24 @@ def compile_exact_logp(
         Other value variable -> shared variable holding its current value.
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile`.
+    offsets : ndarray of int64, optional
+        Smallest value of every site: site index v stands for the value offset + v.
 
     Returns
     -------
     callable
-        ``x (int64 vector) -> logp``.
+        ``x (int64 vector of site indices) -> logp``.
     """
     [logp], joined = join_nonshared_inputs(point, [model.logp()], list(value_vars), shared)
     fn = pm_compile([joined], logp, **(compile_kwargs or {}))
     fn.trust_input = True
     dtype = joined.type.dtype
 
+    shift = offsets if offsets is not None and np.any(offsets) else None
+
     def exact_logp(x: np.ndarray) -> float:
+        if shift is not None:
+            x = x + shift
         return float(fn(np.ascontiguousarray(x, dtype=dtype)))
 
     return exact_logp

@@ -636,6 +636,9 @@ class ExactRatios:
         Seed of the random probes used to discover the structure.
     n_categories : ndarray of int64, optional
         Number of values of every site; None for a binary block.
+    offsets : ndarray of int64, optional
+        Smallest value of every site (DiscreteUniform): the ratios and states are in site
+        indices, ``value = offset + index``.
 
     Attributes
     ----------
@@ -655,9 +658,14 @@ class ExactRatios:
     """
 
     def __init__(
-        self, model, value_vars, point, shared, compile_kwargs=None, seed=0, n_categories=None
+        self, model, value_vars, point, shared, compile_kwargs=None, seed=0, n_categories=None,
+        offsets=None,
     ):
         value_vars = list(value_vars)
+        #: smallest value of every site (site index v stands for offset + v), or None
+        self.offsets = (
+            None if offsets is None or not np.any(offsets) else np.asarray(offsets, np.int64)
+        )
         #: other value variable -> the shared variable its current value is read from
         #: (a step built on this object must update these)
         self.shared = shared
@@ -685,7 +693,10 @@ class ExactRatios:
             self._fn.trust_input = True
             self._dtype = joined.type.dtype
             x0 = np.concatenate([np.ravel(point[v.name]) for v in value_vars]).astype(np.int64)
-            self.n_terms = int(self._fn(x0[None, :].astype(self._dtype)).shape[1])
+            if self.offsets is not None:
+                x0 = x0 - self.offsets
+            self._rows = 1
+            self.n_terms = int(self.batch_terms(x0[None, :]).shape[1])
             self._rows = max(1, MAX_BATCH_VALUES // max(1, self.n_terms))
             seconds["compile"] = time.perf_counter() - tick
             self.structure = self._discover(vector, joined, x0, shared, seed, progress,
@@ -695,7 +706,9 @@ class ExactRatios:
         self.setup_report["seconds"] = seconds
 
     def batch_terms(self, states: np.ndarray) -> np.ndarray:
-        """Terms at every row of ``states`` (chunked so memory stays bounded)."""
+        """Terms at every row of ``states`` (site indices; chunked so memory stays bounded)."""
+        if self.offsets is not None:
+            states = states + self.offsets
         states = np.ascontiguousarray(states, dtype=self._dtype)
         if states.shape[0] <= self._rows:
             return self._fn(states)
@@ -707,7 +720,8 @@ class ExactRatios:
         """The graph's dependency superset, or None and why not."""
         progress("reading the possible dependencies off the graph")
         try:
-            superset = dependency_superset(vector, joined, x0, varying=list(shared.values()),
+            values = x0 if self.offsets is None else x0 + self.offsets  # the graph's own
+            superset = dependency_superset(vector, joined, values, varying=list(shared.values()),
                                            max_pairs=MAX_DEPENDENCY_PAIRS, report=analysis)
         except Unanalysable as err:
             return None, str(err)

@@ -111,6 +111,7 @@ class BlockedGibbs(SiteBlockStep):
             exact = ExactRatios(
                 self.model, self.vars, self._initial_point, self._shared_vars(),
                 compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
+                offsets=self.offsets,
             )
         self._exact = exact
         self._colour_sites = exact.colour_sites()

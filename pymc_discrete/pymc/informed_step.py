@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from pymc_discrete.kernels.common import StepsInfo
+from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
 from pymc_discrete.kernels.weights import weight_code
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.compiled import compile_gradient_ratios
@@ -32,8 +33,10 @@ class InformedStep(SiteBlockStep):
     def _choose_proposal(self, weight: str, proposal: str) -> None:
         """Check and record the weight function and the source of the local ratios."""
         self.weight = check_choice("weight", weight, ("barker", "sqrt"))
-        self.proposal = check_choice("proposal", proposal, ("gradient", "exact"))
+        self.proposal = check_choice("proposal", proposal, ("auto", "gradient", "exact"))
         self.fallback_reason: str | None = None
+        #: why the proposal in use was chosen (one line)
+        self.proposal_reason = f"proposal={proposal!r} was asked for"
         self._code = weight_code(self.weight)
 
     def _compile_ratios(self, compile_kwargs: dict | None, numba_loop: bool = False) -> None:
@@ -43,25 +46,123 @@ class InformedStep(SiteBlockStep):
         (:class:`~pymc_discrete.pymc.compiled.CompiledRatios`)."""
         self._compile_kwargs = compile_kwargs
         shared = self._shared_vars()
-        if self.proposal == "gradient":
+        auto = self.proposal == "auto"
+        if auto or self.proposal == "gradient":
             try:
                 self._logp_and_ratios = compile_gradient_ratios(
                     self.model, self.vars, self.shapes, self._categorical, self._counts,
                     shared, compile_kwargs, numba_loop=numba_loop,
                 )
             except RelaxationError as err:
-                self._fall_back_to_exact(str(err), stacklevel=4)
+                if auto:
+                    self.proposal = "exact"
+                    self.proposal_reason = f"the model has no continuous relaxation ({err})"
+                else:
+                    self._fall_back_to_exact(str(err), stacklevel=4)
             else:
                 if self._start_checked:
                     self._check_relaxation(self._initial_point, self._initial_logp)
+                if auto:
+                    self.proposal = "gradient"
         if self.proposal == "exact":
             self._compile_exact_ratios()
         self.ratios_are_exact = self._ratios_match_flips()
+        if auto and self.proposal == "gradient":
+            self._choose_between_gradient_and_exact()
+
+    #: Metropolis-Hastings steps of each proposal tried by ``proposal="auto"``
+    AUTO_TRIAL_STEPS = 25
+
+    def _choose_between_gradient_and_exact(self) -> None:
+        """``proposal="auto"``: keep the gradient's ratios when they are exact, or when
+        they accept often enough to pay for the exact ratios' extra cost; else use exact
+        ratios. Says why.
+
+        Both proposals run :attr:`AUTO_TRIAL_STEPS` steps at the smallest scale from a
+        draw of the exact conditionals (the initial point itself is rarely typical: all
+        labels in one component, every indicator at its start value), once with the
+        other variables at their initial values and once moved to random values around
+        them; the cost is the measured time of one exact call over one gradient call. The gradient is kept when its mean
+        acceptance times that cost is at least the exact proposal's mean acceptance:
+        per second it then accepts at least as many moves.
+        """
+        if self.ratios_are_exact:
+            self.proposal_reason = (
+                "the relaxation's gradient gives the exact local ratios for this model "
+                "(checked against single-site moves), at one logp+gradient call per draw"
+            )
+            return
+        gradient = self._logp_and_ratios
+        self._compile_exact_ratios()
+        exact = self._logp_and_ratios
+        x0 = self._sites_of(self._initial_point)
+        rng = np.random.default_rng(0)
+        trials = []
+        try:
+            # the continuous variables at their initial values and at random values
+            # around them (initial values are often atypical: coefficients at 0, cluster
+            # means on top of each other, where every estimate looks good)
+            for perturb in (False, True):
+                for name, shared in self.shared.items():
+                    value = np.asarray(self._initial_point[name])
+                    if perturb and np.issubdtype(value.dtype, np.floating):
+                        value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
+                    shared.set_value(value)
+                start, _ = blocked_gibbs_sweep(
+                    GibbsState(x0, 0.0), rng, exact.colour_conditionals,
+                    exact.colour_sites(), exact=True,
+                )
+                trials.append((self._trial_acceptance(gradient, "gradient", start.x),
+                               self._trial_acceptance(exact, "exact", start.x), start.x))
+        finally:
+            for name, shared in self.shared.items():
+                shared.set_value(self._initial_point[name])
+        x1 = trials[0][2]
+        cost = _seconds_per_call(exact, x1) / max(_seconds_per_call(gradient, x1), 1e-9)
+        # the setting where the gradient does worst against exact ratios decides
+        accept_gradient, accept_exact, _ = min(
+            trials, key=lambda t: t[0] * cost - t[1]
+        )
+        summary = (
+            f"in {self.AUTO_TRIAL_STEPS} trial steps the gradient proposal accepted "
+            f"{accept_gradient:.2f} on average and the exact one {accept_exact:.2f} (the "
+            "worse of the initial and perturbed continuous values), and an exact call "
+            f"costs {cost:.1f} gradient calls"
+        )
+        if accept_gradient * cost >= accept_exact:
+            self._logp_and_ratios = gradient
+            self.proposal = "gradient"
+            self.proposal_reason = f"{summary}: the gradient is kept"
+        else:
+            self._logp_and_ratios = exact
+            self.proposal = "exact"
+            self.ratios_are_exact = True
+            self.proposal_reason = f"{summary}: exact ratios are used"
+
+    def _trial_acceptance(self, source, proposal: str, x: np.ndarray) -> float:
+        """Mean acceptance probability of a short run of this step's kernel with the
+        ratio source ``source`` at the smallest scale (its own generator: the chain's is
+        left untouched)."""
+        saved = self._logp_and_ratios, self.proposal, self.rng
+        try:
+            self._logp_and_ratios, self.proposal = source, proposal
+            self.rng = np.random.default_rng(1)
+            state = self._init_state(x)
+            if not np.isfinite(state.logp):
+                return 0.0
+            total = 0.0
+            for _ in range(self.AUTO_TRIAL_STEPS):
+                state, info = self._kernel_step(state, self._min_scale())
+                total += info.accept_prob
+            return total / self.AUTO_TRIAL_STEPS
+        finally:
+            self._logp_and_ratios, self.proposal, self.rng = saved
 
     def _compile_exact_ratios(self) -> None:
         self._logp_and_ratios = ExactRatios(
             self.model, self.vars, self._initial_point, self._shared_vars(),
             self._compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
+            offsets=self.offsets,
         )
 
     def _fall_back_to_exact(self, reason: str, stacklevel: int) -> None:
@@ -88,7 +189,7 @@ class InformedStep(SiteBlockStep):
         try:
             for name, s in self.shared.items():
                 s.set_value(point[name])
-            x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+            x0 = self._sites_of(point)
             relaxed, _ = self._logp_and_ratios(x0)
         finally:
             for name, s in self.shared.items():
@@ -110,7 +211,7 @@ class InformedStep(SiteBlockStep):
         values (a coefficient at exactly 0 can make a first-order estimate look exact)."""
         point = self._initial_point
         rng = np.random.default_rng(0)
-        x0 = np.concatenate([np.ravel(point[v.name]) for v in self.vars]).astype(np.int64)
+        x0 = self._sites_of(point)
         if x0.size == 0:
             return True  # an empty block: nothing to estimate
         sites = np.arange(x0.size)
@@ -183,3 +284,16 @@ class InformedStep(SiteBlockStep):
         if weights is None:
             weights = state.weights
         return bool(np.any(np.asarray(weights) > 0.0))
+
+
+def _seconds_per_call(source, x: np.ndarray, repeats: int = 3) -> float:
+    """Best of ``repeats`` timed calls of a ratio source at ``x``, after a warm call."""
+    import time
+
+    source(x)
+    best = float("inf")
+    for _ in range(repeats):
+        tick = time.perf_counter()
+        source(x)
+        best = min(best, time.perf_counter() - tick)
+    return best

@@ -29,7 +29,12 @@ class PAS(InformedStep):
         variables).
     weight : {"sqrt", "barker"}
         Locally balanced function ``sqrt(t)`` (the paper's choice) or ``t / (1 + t)``.
-    proposal : {"gradient", "exact"}
+    proposal : {"auto", "gradient", "exact"}
+        ``"auto"`` (default): the gradient when its ratios are exact for the model
+        (checked against single-site moves at construction); otherwise the gradient only
+        if its single-move proposal agrees with the exact one well enough to pay for the
+        exact ratios' measured extra cost (agreement x cost ratio >= 1), else exact
+        ratios. ``proposal_reason`` says what was measured.
         ``"gradient"`` (PAFS): every move of the forward path is scored with the
         first-order expansion of the relaxed log density at x, every move of the reverse
         path with the expansion at y, so a draw costs one logp+gradient call plus
@@ -70,7 +75,10 @@ class PAS(InformedStep):
     scale : float
         The current X.
     proposal : str
-        The proposal in use (``"exact"`` after a fallback).
+        The proposal in use, ``"gradient"`` or ``"exact"`` (after the automatic choice
+        or a fallback).
+    proposal_reason : str
+        Why that proposal is in use (one line).
     fallback_reason : str or None
         Why the gradient proposal was unavailable, if it was.
     ratios_are_exact : bool
@@ -111,7 +119,7 @@ class PAS(InformedStep):
         vars=None,
         *,
         weight: str = "sqrt",
-        proposal: str = "gradient",
+        proposal: str = "auto",
         path_length: float | None = None,
         max_path_length: float | None = None,
         adapt: bool = True,

@@ -5,10 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from typing import NamedTuple
+
+from pymc.distributions.discrete import DiscreteUniformRV
 from pytensor.graph.basic import Variable
-from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
+from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV, CategoricalRV
+
+#: integer variables whose support is a fixed finite range
+FINITE_INTEGER_OPS = (DiscreteUniformRV, BinomialRV, BetaBinomialRV)
+#: every variable a step of this package samples
+SUPPORTED_OPS = (BernoulliRV, CategoricalRV, *FINITE_INTEGER_OPS)
 
 __all__ = [
+    "BlockSupport",
+    "FINITE_INTEGER_OPS",
+    "MAX_VALUES",
+    "SUPPORTED_OPS",
     "block_value_vars",
     "check_bool",
     "check_choice",
@@ -105,11 +117,72 @@ def block_value_vars(model, vars, step_name: str, competence: Callable) -> list[
     return get_value_vars_from_user_vars(user_vars, model)
 
 
+#: most values a site may have (a batched evaluation per value and colour)
+MAX_VALUES = 4096
+
+
+class BlockSupport(NamedTuple):
+    """The values every site of a block can take: ``offset + 0 .. offset + K - 1``.
+
+    Attributes
+    ----------
+    counts : list of int
+        Largest K of each variable (2 for Bernoulli, K for Categorical).
+    offsets : ndarray of int64, shape (N,)
+        Smallest value of every site, raveled in block order (0 but for DiscreteUniform).
+    n_values : ndarray of int64, shape (N,)
+        K of every site.
+    categorical : list of bool
+        Whether each variable is Categorical.
+    finite_integer : bool
+        Whether some variable is neither Bernoulli nor Categorical (DiscreteUniform,
+        Binomial, BetaBinomial): such a block has no continuous relaxation.
+    """
+
+    counts: list
+    offsets: np.ndarray
+    n_values: np.ndarray
+    categorical: list
+    finite_integer: bool
+
+
+def _constant_parameter(model, rv, param, what: str, point) -> np.ndarray:
+    """The value of a distribution parameter that must not depend on a free variable."""
+    from pytensor.graph.traversal import variable_depends_on
+
+    (expr,) = model.replace_rvs_by_values([param])
+    if variable_depends_on(expr, list(model.value_vars)):
+        raise TypeError(
+            f"the {what} of {rv.name!r} depends on a free variable: its set of values must "
+            "be fixed to sample it as a finite discrete variable"
+        )
+    fn = model.compile_fn(expr, inputs=model.value_vars, on_unused_input="ignore")
+    return np.asarray(fn(point))
+
+
+def _finite_support(model, rv, point) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest value, number of values) of every element of a finite integer variable."""
+    op = rv.owner.op
+    shape = np.shape(point[model.rvs_to_values[rv].name])
+    params = op.dist_params(rv.owner)
+    if isinstance(op, DiscreteUniformRV):
+        lower = _constant_parameter(model, rv, params[0], "lower bound", point)
+        upper = _constant_parameter(model, rv, params[1], "upper bound", point)
+        return (np.broadcast_to(lower, shape).astype(np.int64),
+                np.broadcast_to(upper - lower + 1, shape).astype(np.int64))
+    n = _constant_parameter(model, rv, params[0], "number of trials n", point)
+    return np.zeros(shape, np.int64), np.broadcast_to(n + 1, shape).astype(np.int64)
+
+
 def check_discrete_block(
     model, value_vars: Sequence[Variable], step_name: str, point: dict[str, np.ndarray]
-) -> list[int]:
-    """Raise a clear error unless every variable is Bernoulli or Categorical; return the
-    number of values of each variable (2 for Bernoulli, K for Categorical).
+) -> BlockSupport:
+    """Raise a clear error unless every variable has a small finite support; return the
+    values every site can take.
+
+    Supported: Bernoulli, Categorical, and the integer variables whose support is a
+    fixed finite range (DiscreteUniform, Binomial and BetaBinomial with constant bounds
+    and n), as sites with an offset and K values.
 
     Parameters
     ----------
@@ -123,47 +196,77 @@ def check_discrete_block(
     Raises
     ------
     TypeError
-        For a continuous or unsupported variable.
+        For a continuous variable, an integer variable of infinite (or not fixed)
+        support.
     ValueError
-        For a categorical variable with a single category.
+        For a variable with a single value, or with more than :data:`MAX_VALUES`.
     """
-    counts = []
+    counts, offsets, n_values, categorical = [], [], [], []
     for value in value_vars:
         rv = model.values_to_rvs[value]
         op = getattr(rv.owner, "op", None)
+        size = int(np.size(point[value.name]))
+        kind = type(op).__name__ if op is not None else "unknown"
+        categorical.append(isinstance(op, CategoricalRV))
         if isinstance(op, BernoulliRV):
             counts.append(2)
+            offsets.append(np.zeros(size, np.int64))
+            n_values.append(np.full(size, 2, np.int64))
             continue
-        kind = type(op).__name__ if op is not None else "unknown"
         if not value.dtype.startswith(("int", "uint", "bool")):
             raise TypeError(
                 f"{step_name} samples binary and categorical variables, but {rv.name!r} is "
                 f"continuous ({kind}, dtype {value.dtype}); let pm.sample assign NUTS to it"
             )
-        if not isinstance(op, CategoricalRV):
+        if isinstance(op, CategoricalRV):
+            (p,) = op.dist_params(rv.owner)
+            (k,) = model.replace_rvs_by_values([p.shape[-1]])
+            k = int(model.compile_fn(k, inputs=model.value_vars, on_unused_input="ignore")(point))
+            lower, ks = np.zeros(size, np.int64), np.full(size, k, np.int64)
+        elif isinstance(op, FINITE_INTEGER_OPS):
+            lower, ks = (a.ravel() for a in _finite_support(model, rv, point))
+        else:
             raise TypeError(
-                f"{step_name} samples Bernoulli and Categorical variables, but {rv.name!r} "
-                f"is a {kind}"
+                f"{step_name} samples variables with a finite set of values (Bernoulli, "
+                f"Categorical, DiscreteUniform, Binomial, BetaBinomial), but {rv.name!r} is a "
+                f"{kind}, whose support is infinite: sum it out, or sample it with "
+                "pm.Metropolis"
             )
-        (p,) = op.dist_params(rv.owner)
-        (k,) = model.replace_rvs_by_values([p.shape[-1]])
-        k = int(model.compile_fn(k, inputs=model.value_vars, on_unused_input="ignore")(point))
-        if k < 2:
+        k = int(ks.max()) if ks.size else 2
+        if ks.size and int(ks.min()) < 2:
             raise ValueError(
-                f"{rv.name!r} has {k} category: there is nothing to sample, make it a constant"
+                f"{rv.name!r} has sites with a single value: there is nothing to sample, "
+                "make it a constant"
+            )
+        if k > MAX_VALUES:
+            raise ValueError(
+                f"{rv.name!r} has sites with {k} values, more than the {MAX_VALUES} a step "
+                "evaluates one by one; sum it out or sample it with pm.Metropolis"
             )
         counts.append(k)
-    return counts
+        offsets.append(lower)
+        n_values.append(ks)
+    finite_integer = any(
+        not isinstance(model.values_to_rvs[v].owner.op, BernoulliRV | CategoricalRV)
+        for v in value_vars
+    )
+    return BlockSupport(
+        counts,
+        np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
+        np.concatenate(n_values) if n_values else np.zeros(0, np.int64),
+        categorical,
+        finite_integer,
+    )
 
 
 def check_initial_point(
     model,
     point: dict[str, np.ndarray],
     value_vars: Sequence[Variable],
-    counts: Sequence[int],
+    support: BlockSupport,
     strict: bool = True,
 ) -> float:
-    """Raise ValueError if a value is outside ``0 .. K - 1`` or (with ``strict``) the
+    """Raise ValueError if a value is outside its site's range or (with ``strict``) the
     model's logp is not finite.
 
     Parameters
@@ -173,8 +276,8 @@ def check_initial_point(
         The initial point.
     value_vars : sequence of Variable
         The block.
-    counts : sequence of int
-        Number of values of each variable.
+    support : BlockSupport
+        The values of every site (:func:`check_discrete_block`).
     strict : bool
         Refuse a point of zero probability. Without it such a point returns NaN: a step
         built before ``pm.sample(initvals=...)`` chooses its start checks that start at
@@ -185,13 +288,17 @@ def check_initial_point(
     float
         The model's log density at the point (the sum of its terms), or NaN.
     """
-    for value, k in zip(value_vars, counts):
-        values = np.asarray(point[value.name])
-        bad_values = values[(values < 0) | (values >= k)]
-        if bad_values.size:
+    start = 0
+    for value in value_vars:
+        values = np.ravel(point[value.name])
+        lower = support.offsets[start : start + values.size]
+        upper = lower + support.n_values[start : start + values.size] - 1
+        start += values.size
+        bad = (values < lower) | (values > upper)
+        if bad.any():
             raise ValueError(
-                f"initial point of {value.name!r} has values outside {{0, ..., {k - 1}}}: "
-                f"{np.unique(bad_values)[:5]}"
+                f"initial point of {value.name!r} has values outside their range "
+                f"{{{lower[bad][0]}, ..., {upper[bad][0]}}}: {np.unique(values[bad])[:5]}"
             )
     point_logps = model.point_logps(point, round_vals=12)
     bad = [name for name, lp in point_logps.items() if not np.isfinite(lp)]

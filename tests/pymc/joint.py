@@ -16,29 +16,38 @@ N_MCSE = 4.0
 RARE = 0.01
 
 
-def enumerate_block(model: pm.Model, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def enumerate_block(
+    model: pm.Model, names: list[str], ranges: dict[str, tuple[int, int]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Every joint value of the discrete variables ``names`` (the model's only free
     variables) and its probability, from ``model.compile_logp()``.
+
+    ``ranges`` gives the (lowest, highest) value of the integer variables that are
+    neither Bernoulli nor Categorical (every site of such a variable shares the range).
 
     Returns
     -------
     states : ndarray of int64, shape (S, N)
-        The sites of all variables, raveled and concatenated in the order of ``names``.
+        The values of all sites, raveled and concatenated in the order of ``names``.
     probs : ndarray, shape (S,)
     """
+    ranges = ranges or {}
     point = model.initial_point()
     shapes = [np.shape(point[name]) for name in names]
-    counts = []
+    values = []
     for name, shape in zip(names, shapes):
         rv = model[name]
         op = rv.owner.op
-        if isinstance(op, pm.Bernoulli.rv_type):
-            k = 2
+        if name in ranges:
+            lower, upper = ranges[name]
+            site_values = range(lower, upper + 1)
+        elif isinstance(op, pm.Bernoulli.rv_type):
+            site_values = range(2)
         else:
-            k = int(rv.owner.inputs[-1].shape[-1].eval())  # the constant p of the tests
-        counts += [k] * int(np.prod(shape, dtype=int))
+            site_values = range(int(rv.owner.inputs[-1].shape[-1].eval()))  # constant p
+        values += [site_values] * int(np.prod(shape, dtype=int))
     logp = model.compile_logp()
-    states = np.array(list(itertools.product(*[range(k) for k in counts])), dtype=np.int64)
+    states = np.array(list(itertools.product(*values)), dtype=np.int64)
     logps = np.empty(len(states))
     for s, state in enumerate(states):
         start = 0

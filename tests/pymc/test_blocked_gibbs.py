@@ -111,7 +111,7 @@ def test_occupancy_indicators_match_the_summed_out_posterior():
         pm.Bernoulli("y", z[:, None] * p, observed=y)
         step = pmd.BlockedGibbs([z])
     idata = _sample(model, step, draws=1000, tune=500)
-    with pm.Model() as marginal:
+    with pm.Model():
         psi = pm.Beta("psi", 1, 1)
         p = pm.Beta("p", 1, 1)
         hits = y.sum(axis=1)

@@ -64,7 +64,7 @@ def test_compiled_loop_same_seed_same_draws_with_one_or_two_cores(coupled_model)
 def test_compiled_loop_refuses_what_it_cannot_run(coupled_model, potts):
     with pytest.raises(ValueError, match="compiled_loop"):
         pmd.ALBP([coupled_model["x"]], model=coupled_model, compiled_loop="yes")
-    with pytest.raises(ValueError, match="compiled_loop=True needs proposal='gradient'"):
+    with pytest.raises(ValueError, match="compiled_loop=True needs the gradient proposal"):
         pmd.ALBP([coupled_model["x"]], model=coupled_model, compiled_loop=True,
                  proposal="exact")
     model, _ = potts

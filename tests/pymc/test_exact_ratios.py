@@ -53,7 +53,7 @@ def regression_model():
 def test_exact_ratios_match_brute_force_at_random_points(regression_model):
     model = regression_model
     step = pmd.ALBP([model["g"]], model=model, proposal="exact")
-    gradient = pmd.ALBP([model["g"]], model=model)
+    gradient = pmd.ALBP([model["g"]], model=model, proposal="gradient")
     assert step.ratios_are_exact
     rng = np.random.default_rng(2)
     for _ in range(4):
@@ -75,7 +75,7 @@ def test_ising_needs_few_colours_and_matches_the_gradient_ratios():
     with a handful of colours (cost independent of N)."""
     model = ising_model(12)
     exact = pmd.ALBP([model["x"]], model=model, proposal="exact")
-    gradient = pmd.ALBP([model["x"]], model=model)
+    gradient = pmd.ALBP([model["x"]], model=model, proposal="gradient")
     assert exact._logp_and_ratios.structure.n_colours <= 5
     assert exact.ratios_are_exact and gradient.ratios_are_exact
     x = np.random.default_rng(3).integers(0, 2, 144)
@@ -101,7 +101,7 @@ def test_fallback_to_exact_samples_the_right_marginals(potential, op):
         g = pm.Bernoulli("g", np.array([0.3, 0.6, 0.45]), shape=3)
         pm.Potential("term", potential(g))
     with pytest.warns(pmd.RelaxationWarning, match=op):
-        step = pmd.ALBP([g], model=model)
+        step = pmd.ALBP([g], model=model, proposal="gradient")
     assert step.proposal == "exact" and step.ratios_are_exact
     fn = model.compile_logp()
     states = all_states(3)
@@ -140,7 +140,7 @@ def test_fhmm_and_rbm_exact_ratios():
     fhmm = fhmm_model(40, 3, 1.0, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the FHMM relaxes: no fallback warning
-        gradient = pmd.ALBP([fhmm["x"]], model=fhmm)
+        gradient = pmd.ALBP([fhmm["x"]], model=fhmm, proposal="gradient")
     exact = pmd.ALBP([fhmm["x"]], model=fhmm, proposal="exact")
     assert exact.ratios_are_exact and not gradient.ratios_are_exact
     assert exact._logp_and_ratios.structure.n_colours <= 8  # independent of L

@@ -92,13 +92,13 @@ def test_unrelaxable_model_falls_back_to_exact_paths():
         x = pm.Bernoulli("x", 0.5, shape=5)
         pm.Potential("parity", -3.0 * (x.sum() % 2))
     with pytest.warns(pmd.RelaxationWarning, match="PAS cannot use gradient proposals"):
-        step = pmd.PAS([x], model=model)
+        step = pmd.PAS([x], model=model, proposal="gradient")
     assert step.proposal == "exact" and step.fallback_reason
     assert step.adapter.upper == 5.0  # min(N, 32): the exact proposal's bound
     # a parity target: tuning X toward the target rate cannot work (see the TuningWarning
     # test), so the path length is fixed, as the warning advises
     with pytest.warns(pmd.RelaxationWarning):
-        fixed = pmd.PAS([x], model=model, path_length=3.0, adapt=False)
+        fixed = pmd.PAS([x], model=model, proposal="gradient", path_length=3.0, adapt=False)
     idata = _sample(model, fixed, draws=1500)
     _assert_means_within_mcse(idata, "x", np.full(5, 0.5))
     odd = idata.posterior["x"].values.sum(axis=-1) % 2

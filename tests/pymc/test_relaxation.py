@@ -3,6 +3,8 @@ are exact where the model is multilinear, and unrelaxable models get a clear err
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -101,9 +103,37 @@ def test_unrelaxable_models_get_an_error_naming_the_operation(build, op):
         compile_gradient_ratios(model, [value], [(3,)], [False], [2], {})
     # the step falls back to exact ratios and says why, naming the operation
     with pytest.warns(pmd.RelaxationWarning, match=op):
-        step = pmd.ALBP([g], model=model)
+        step = pmd.ALBP([g], model=model, proposal="gradient")
     assert step.proposal == "exact" and op in step.fallback_reason
     assert step.ratios_are_exact
+    # the default, proposal="auto", chooses exact ratios without a warning, and says why
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pmd.RelaxationWarning)
+        auto = pmd.ALBP([g], model=model)
+    assert auto.proposal == "exact" and op in auto.proposal_reason
+
+
+def test_auto_keeps_an_exact_gradient_and_replaces_a_poor_one():
+    """Pairwise couplings: the gradient's ratios are exact, it is kept. Labels of a
+    two-component Gaussian mixture: the one-hot relaxation's ratios are first-order only,
+    off by (mu_b - mu_a)^2 / 2, and the gradient proposal accepts far less often than
+    exact ratios cost: exact ratios are used (by ALBP; PAS's sqrt weights cancel the
+    common offset, and it keeps the gradient there)."""
+    with pm.Model():
+        g = pm.Bernoulli("g", 0.4, shape=12)
+        pm.Potential("couple", 0.8 * (g[1:] * g[:-1]).sum())
+        step = pmd.ALBP([g])
+    assert step.proposal == "gradient" and "exact local ratios" in step.proposal_reason
+    rng = np.random.default_rng(0)
+    data = np.r_[rng.normal(-2, 1, 60), rng.normal(2, 1, 60)]
+    with pm.Model():
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal("mu", 0, 3, shape=2, transform=pm.distributions.transforms.ordered,
+                       initval=[-1.0, 1.0])
+        z = pm.Categorical("z", w, shape=data.size)
+        pm.Normal("y", mu[z], 1.0, observed=data)
+        step = pmd.ALBP([z])
+    assert step.proposal == "exact" and "exact ratios are used" in step.proposal_reason
 
 
 def test_arwm_needs_no_relaxation():

@@ -1,0 +1,722 @@
+"""Applied model families with discrete unknowns, each with its discrete variables summed out.
+
+The models of the applied benchmark (``benchmarks/run_applied.py``, project issue 18):
+
+* :func:`gaussian_mixture` -- iris, K = 3 diagonal Gaussians, 150 cluster labels;
+* :func:`site_occupancy` -- MacKenzie et al. (2002), 200 sites x 5 visits, simulated;
+* :func:`capture_recapture` -- model M0 with data augmentation (Royle 2009), simulated;
+* :func:`change_point` -- the UK coal-mining disasters of PyMC's own change-point example;
+* :func:`variable_selection` -- spike-and-slab on the 10 diabetes predictors.
+
+Every builder returns an :class:`AppliedModel`: the PyMC model with the discrete latent
+variables as free variables, the same model with them summed out by hand (a logsumexp
+``pm.Potential`` next to the same continuous priors, names and transforms, so that a point
+of one is a point of the other), functions giving the discrete summaries (e.g. the
+abundance ``N = sum z``) from draws of the discrete model and their Rao-Blackwellised
+values ``E[summary | continuous parameters]`` from draws of the marginal model, a NumPyro
+version for ``DiscreteHMCGibbs`` and the hand-picked best configuration of
+``pymc_discrete`` steps. ``tests/test_applied_models.py`` checks, on reduced data, that
+each marginal log density equals the logsumexp of the discrete model's over every
+discrete configuration.
+
+The marginals are written by hand (pymc-extras' ``marginalize`` is not installed and
+may not support PyMC 6.4); each is the exact sum, not an approximation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from scipy.special import log_softmax
+
+import pymc_discrete as pmd
+
+__all__ = [
+    "AppliedModel",
+    "BUILDERS",
+    "COAL_MINING_DISASTERS",
+    "capture_recapture",
+    "change_point",
+    "gaussian_mixture",
+    "site_occupancy",
+    "variable_selection",
+]
+
+#: draws of named variables, each of shape (chain, draw, *shape)
+Draws = Mapping[str, np.ndarray]
+
+
+@dataclass
+class AppliedModel:
+    """One applied model in both forms, with what the benchmark measures on it.
+
+    Attributes
+    ----------
+    name : str
+        Short key (``--models`` on the command line).
+    title : str
+        Heading of its table.
+    source : str
+        Where the data and settings come from (shown under the table).
+    model : pymc.Model
+        The model with the discrete latent variables as free variables.
+    marginal : pymc.Model
+        The same model with the discrete variables summed out: same continuous
+        parameters, names, priors and transforms.
+    continuous : list of str
+        Continuous parameters measured (every element of each).
+    discrete : list of str
+        The discrete latent variables of ``model``.
+    summaries : dict
+        Name -> function of the posterior draws of ``model`` (a mapping of arrays of shape
+        (chain, draw, *shape)) giving an array of shape (chain, draw): a scalar per draw.
+    marginal_summaries : callable
+        Function of the posterior draws of the continuous parameters (of either model)
+        giving, for every name of ``summaries``, an array (chain, draw) of the conditional
+        expectation of the summary given those parameters and the data. Its mean over the
+        marginal model's draws is the summary's posterior mean (Rao-Blackwellised).
+    headline : list of str
+        The summaries shown in the table (the others enter the agreement check only).
+    best_steps : callable
+        Model -> list of step methods: the hand-picked best ``pymc_discrete``
+        configuration (PyMC assigns the remaining variables).
+    start : callable
+        ``start(chains, seed)``: a list of one dict of discrete initial values per chain
+        (dispersed, valid starting points), passed to ``pm.sample(initvals=...)`` by every
+        run of ``model`` and to NumPyro as ``init_params``.
+    numpyro_model : callable or None
+        Zero-argument factory of the NumPyro model (site names as in ``model``), or None
+        where ``DiscreteHMCGibbs`` cannot express the model. A factory, so that importing
+        this module does not need NumPyro.
+    numpyro_start : callable or None
+        Maps one dict of ``start`` to the NumPyro model's discrete sites (None: the
+        same names and values).
+    """
+
+    name: str
+    title: str
+    source: str
+    model: pm.Model
+    marginal: pm.Model
+    continuous: list[str]
+    discrete: list[str]
+    summaries: dict[str, Callable[[Draws], np.ndarray]]
+    marginal_summaries: Callable[[Draws], dict[str, np.ndarray]]
+    headline: list[str]
+    best_steps: Callable[[pm.Model], list]
+    start: Callable[[int, int], list[dict]]
+    numpyro_model: Callable[[], Callable] | None = None
+    numpyro_start: Callable[[dict], dict] | None = None
+
+
+def albp_exact(names: list[str]) -> Callable[[pm.Model], list]:
+    """One ALBP block with exact local ratios over the discrete variables ``names``."""
+
+    def steps(model: pm.Model) -> list:
+        return [pmd.ALBP([model[n] for n in names], proposal="exact")]
+
+    return steps
+
+
+def blocked_gibbs(names: list[str]) -> Callable[[pm.Model], list]:
+    """One BlockedGibbs block over the discrete variables ``names``: exact conditional
+    draws of whole colour classes (all labels or indicators at once when, given the
+    continuous parameters, they are independent).
+
+    The hand-picked best on every model: on 4 chains x 300-400 draws (seed 1) its
+    smallest continuous ESS/s was 2.5-14x that of ALBP (exact) and 1.3-9x that of ALBP
+    (exact) with 4 steps per draw on the mixture, occupancy, capture-recapture and
+    selection models, and about 2.5x ALBP (exact)'s on the change point (4 x 100 draws:
+    the switch year drawn from its exact conditional). Change a model's
+    ``best_steps`` in its builder to try another configuration (:func:`albp_exact`).
+    """
+
+    def steps(model: pm.Model) -> list:
+        return [pmd.BlockedGibbs([model[n] for n in names])]
+
+    return steps
+
+
+def _flatten_draws(a: np.ndarray) -> tuple[np.ndarray, tuple[int, int]]:
+    """(chain, draw, *shape) -> (chain * draw, *shape) and the leading shape."""
+    return a.reshape(-1, *a.shape[2:]), a.shape[:2]
+
+
+# --------------------------------------------------------------------------------------
+# a. Gaussian mixture on iris
+# --------------------------------------------------------------------------------------
+
+
+def iris_standardised() -> np.ndarray:
+    """The 150 x 4 iris measurements, each column standardised (as ``examples/iris_mixture.py``)."""
+    from sklearn.datasets import load_iris
+
+    data = load_iris().data
+    return (data - data.mean(0)) / data.std(0)
+
+
+def _mixture_parameters(k: int, d: int):
+    """Inside a model: the parameters of ``examples/iris_mixture.py`` (Dirichlet weights,
+    means ordered on their first coordinate against label switching, HalfNormal scales),
+    copied rather than imported so that the benchmark does not import the examples."""
+    w = pm.Dirichlet("w", np.ones(k))
+    first = pm.Normal("mu_first", 0.0, 2.0, shape=k,
+                      transform=pm.distributions.transforms.ordered,
+                      initval=np.linspace(-1.0, 1.0, k))
+    rest = pm.Normal("mu_rest", 0.0, 2.0, shape=(k, d - 1))
+    mu = pm.Deterministic("mu", pt.concatenate([first[:, None], rest], axis=1))
+    sigma = pm.HalfNormal("sigma", 1.0, shape=(k, d))
+    return w, mu, sigma
+
+
+def _mixture_log_resp(draws: Draws, data: np.ndarray) -> np.ndarray:
+    """log P(z_i = k | w, mu, sigma, y), shape (n_draws, n, k), at every draw."""
+    w, _ = _flatten_draws(draws["w"])
+    first, _ = _flatten_draws(draws["mu_first"])
+    rest, _ = _flatten_draws(draws["mu_rest"])
+    sigma, _ = _flatten_draws(draws["sigma"])
+    mu = np.concatenate([first[:, :, None], rest], axis=2)  # (S, k, d)
+    y = data[None, :, None, :]  # (1, n, 1, d)
+    z = (y - mu[:, None]) / sigma[:, None]
+    comp = (-0.5 * z**2 - np.log(sigma[:, None]) - 0.5 * np.log(2 * np.pi)).sum(-1)
+    return log_softmax(comp + np.log(w)[:, None, :], axis=-1)
+
+
+def gaussian_mixture(data: np.ndarray | None = None, k: int = 3) -> AppliedModel:
+    """Mixture of ``k`` diagonal Gaussians on the standardised iris measurements.
+
+    Data: scikit-learn's ``load_iris`` (150 flowers, 4 measurements), standardised. Model:
+    exactly ``examples/iris_mixture.py`` (and ``benchmarks/run_mixture.py``, whose
+    marginal model is the one here): ``w ~ Dirichlet(1)``, means ``Normal(0, 2)`` ordered on
+    the first coordinate (this identifies the components, so means are comparable across
+    chains; the marginal model carries the same ordering), scales ``HalfNormal(1)``,
+    labels ``z_i ~ Categorical(w)``. Summaries: the cluster sizes ``n_j = #{i: z_i = j}``.
+
+    Parameters
+    ----------
+    data : ndarray, optional
+        Observations (n, d); default the standardised iris data.
+    k : int
+        Number of components.
+
+    Returns
+    -------
+    AppliedModel
+    """
+    data = iris_standardised() if data is None else np.asarray(data, dtype=float)
+    n, d = data.shape
+    with pm.Model() as model:
+        w, mu, sigma = _mixture_parameters(k, d)
+        z = pm.Categorical("z", w, shape=n)
+        pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=data)
+    with pm.Model() as marginal:
+        w, mu, sigma = _mixture_parameters(k, d)
+        y = pt.as_tensor(data)[:, None, :]
+        component = pm.logp(pm.Normal.dist(mu[None], sigma[None]), y).sum(-1) + pt.log(w)
+        pm.Potential("mixture", pt.logsumexp(component, axis=1).sum())
+
+    summaries = {f"n_{j}": (lambda draws, j=j: (draws["z"] == j).sum(-1).astype(float))
+                 for j in range(k)}
+
+    def marginal_summaries(draws: Draws) -> dict[str, np.ndarray]:
+        shape = draws["w"].shape[:2]
+        resp = np.exp(_mixture_log_resp(draws, data)).sum(1)  # (S, k)
+        return {f"n_{j}": resp[:, j].reshape(shape) for j in range(k)}
+
+    def start(chains: int, seed: int) -> list[dict]:
+        # PyMC's initial point puts every label in one component; random labels instead
+        return [{"z": np.random.default_rng(seed + c).integers(0, k, n)}
+                for c in range(chains)]
+
+    return AppliedModel(
+        name="mixture", title=f"Gaussian mixture: iris, K = {k} ({n} labels)",
+        source="scikit-learn's iris data, standardised; the model of "
+               "`examples/iris_mixture.py` (means ordered on the first coordinate)",
+        model=model, marginal=marginal, continuous=["w", "mu_first", "mu_rest", "sigma"],
+        discrete=["z"], summaries=summaries, marginal_summaries=marginal_summaries,
+        headline=[f"n_{j}" for j in range(k)], best_steps=blocked_gibbs(["z"]), start=start,
+        numpyro_model=lambda: _numpyro_mixture(data, k),
+    )
+
+
+def _numpyro_mixture(data: np.ndarray, k: int) -> Callable:
+    """The mixture in NumPyro: the ordered first coordinate of the means has PyMC's
+    density (a Normal(0, 2) restricted to the ordered region), as in run_models.py."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.distributions import constraints
+
+    y = jnp.asarray(data)
+    n, d = data.shape
+
+    def model():
+        w = numpyro.sample("w", dist.Dirichlet(jnp.ones(k)))
+        first = numpyro.sample("mu_first", dist.ImproperUniform(
+            constraints.ordered_vector, (), (k,)))
+        numpyro.factor("mu_first_prior", dist.Normal(0.0, 2.0).log_prob(first).sum())
+        rest = numpyro.sample("mu_rest", dist.Normal(0.0, 2.0).expand([k, d - 1]))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0).expand([k, d]))
+        mu = jnp.concatenate([first[:, None], rest], axis=1)
+        z = numpyro.sample("z", dist.Categorical(probs=w).expand([n]))
+        numpyro.sample("y", dist.Normal(mu[z], sigma[z]).to_event(1), obs=y)
+
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# b. Site occupancy
+# --------------------------------------------------------------------------------------
+
+
+def simulate_occupancy(n_sites: int = 200, n_visits: int = 5, psi: float = 0.6,
+                       p: float = 0.3, seed: int = 0) -> np.ndarray:
+    """Detection histories (n_sites, n_visits) of 0/1: site i is occupied with
+    probability ``psi``, an occupied site is detected at each visit with probability ``p``."""
+    rng = np.random.default_rng(seed)
+    occupied = rng.random(n_sites) < psi
+    return ((rng.random((n_sites, n_visits)) < p) & occupied[:, None]).astype(np.int64)
+
+
+def _occupancy_start(detected: np.ndarray) -> Callable[[int, int], list[dict]]:
+    """Per chain: z = 1 at every site with a detection (z = 0 there has no density),
+    a fair coin elsewhere."""
+
+    def start(chains: int, seed: int) -> list[dict]:
+        out = []
+        for c in range(chains):
+            coin = np.random.default_rng(seed + c).integers(0, 2, detected.size)
+            out.append({"z": np.where(detected, 1, coin).astype(np.int64)})
+        return out
+
+    return start
+
+
+def site_occupancy(y: np.ndarray | None = None) -> AppliedModel:
+    """Single-season site occupancy (MacKenzie et al. 2002, Ecology 83: 2248-2255).
+
+    Settings: 200 sites, 5 visits each, occupancy ``psi = 0.6`` and detection ``p = 0.3``,
+    simulated with seed 0 (:func:`simulate_occupancy`). Model: ``psi, p ~ Beta(1, 1)``,
+    ``z_i ~ Bernoulli(psi)``, ``y_ij ~ Bernoulli(z_i p)``. Summary: the number of occupied
+    sites ``sum z``. Marginal: a site with a detection is occupied; one without is
+    occupied with weight ``psi (1 - p)^J`` against ``1 - psi``.
+
+    Parameters
+    ----------
+    y : ndarray, optional
+        Detection histories (sites, visits); default the simulated 200 x 5.
+
+    Returns
+    -------
+    AppliedModel
+    """
+    y = simulate_occupancy() if y is None else np.asarray(y, dtype=np.int64)
+    n_sites, n_visits = y.shape
+    counts = y.sum(1)
+    detected = counts > 0
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 1.0, 1.0)
+        p = pm.Beta("p", 1.0, 1.0)
+        z = pm.Bernoulli("z", psi, shape=n_sites)
+        pm.Bernoulli("y", z[:, None] * p, observed=y)
+    with pm.Model() as marginal:
+        psi = pm.Beta("psi", 1.0, 1.0)
+        p = pm.Beta("p", 1.0, 1.0)
+        # occupied: psi times the site's detection history; empty: 1 - psi, and only
+        # possible for a site never detected (log 0 = -inf otherwise)
+        occupied = pt.log(psi) + counts * pt.log(p) + (n_visits - counts) * pt.log1p(-p)
+        empty = pt.log1p(-psi) + np.where(detected, -np.inf, 0.0)
+        pm.Potential("sites", pt.logaddexp(occupied, empty).sum())
+
+    def marginal_summaries(draws: Draws) -> dict[str, np.ndarray]:
+        psi_, p_ = draws["psi"], draws["p"]
+        q = psi_ * (1 - p_) ** n_visits
+        return {"occupied": detected.sum() + (~detected).sum() * q / (q + 1 - psi_)}
+
+    return AppliedModel(
+        name="occupancy",
+        title=f"Site occupancy: {n_sites} sites x {n_visits} visits",
+        source="simulated (seed 0) with psi = 0.6, p = 0.3, the single-season model of "
+               "MacKenzie et al. (2002)",
+        model=model, marginal=marginal, continuous=["psi", "p"], discrete=["z"],
+        summaries={"occupied": lambda draws: draws["z"].sum(-1).astype(float)},
+        marginal_summaries=marginal_summaries, headline=["occupied"],
+        best_steps=blocked_gibbs(["z"]), start=_occupancy_start(detected),
+        numpyro_model=lambda: _numpyro_occupancy(y),
+    )
+
+
+def _numpyro_occupancy(y: np.ndarray) -> Callable:
+    """The occupancy model in NumPyro."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    y = jnp.asarray(y)
+
+    def model():
+        psi = numpyro.sample("psi", dist.Beta(1.0, 1.0))
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        z = numpyro.sample("z", dist.Bernoulli(probs=psi).expand([y.shape[0]]))
+        numpyro.sample("y", dist.Bernoulli(probs=z[:, None] * p), obs=y)
+
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# c. Capture-recapture M0 with data augmentation
+# --------------------------------------------------------------------------------------
+
+
+def simulate_captures(n_true: int = 100, occasions: int = 5, p: float = 0.3,
+                      augmented: int = 300, seed: int = 0) -> np.ndarray:
+    """Capture counts of the individuals caught at least once among ``n_true``, each
+    caught with probability ``p`` on each of ``occasions``, padded with zeros to
+    ``augmented`` rows (data augmentation)."""
+    rng = np.random.default_rng(seed)
+    counts = rng.binomial(occasions, p, size=n_true)
+    caught = counts[counts > 0]
+    if caught.size > augmented:
+        raise ValueError(f"{caught.size} individuals caught, more than {augmented} rows")
+    return np.concatenate([caught, np.zeros(augmented - caught.size, dtype=caught.dtype)])
+
+
+def capture_recapture(y: np.ndarray | None = None, occasions: int = 5) -> AppliedModel:
+    """Closed-population model M0 with data augmentation (Royle 2009, Biometrics 65:
+    267-274; Royle & Dorazio 2008, ch. 5).
+
+    Settings: true N = 100, T = 5 occasions, capture probability p = 0.3, augmented to
+    M = 300 rows, simulated with seed 0 (:func:`simulate_captures`). Model:
+    ``omega, p ~ Beta(1, 1)``, ``z_i ~ Bernoulli(omega)``, capture counts
+    ``y_i ~ Binomial(T, z_i p)``. Summary: the abundance ``N = sum z``. Marginal: an
+    individual caught is real; an uncaught row is real with weight
+    ``omega (1 - p)^T`` against ``1 - omega``.
+
+    Parameters
+    ----------
+    y : ndarray, optional
+        Capture counts of the M augmented rows; default the simulated data.
+    occasions : int
+        Number of capture occasions T.
+
+    Returns
+    -------
+    AppliedModel
+    """
+    y = simulate_captures(occasions=occasions) if y is None else np.asarray(y, np.int64)
+    rows = y.size
+    caught = y > 0
+    with pm.Model() as model:
+        omega = pm.Beta("omega", 1.0, 1.0)
+        p = pm.Beta("p", 1.0, 1.0)
+        z = pm.Bernoulli("z", omega, shape=rows)
+        pm.Binomial("y", occasions, z * p, observed=y)
+    with pm.Model() as marginal:
+        omega = pm.Beta("omega", 1.0, 1.0)
+        p = pm.Beta("p", 1.0, 1.0)
+        real = pt.log(omega) + pm.logp(pm.Binomial.dist(occasions, p), y)
+        # a row that is not a real individual has no captures: Binomial(T, 0) at y = 0
+        # is 1 (log 0), at y > 0 impossible
+        absent = pt.log1p(-omega) + np.where(caught, -np.inf, 0.0)
+        pm.Potential("rows", pt.logaddexp(real, absent).sum())
+
+    def marginal_summaries(draws: Draws) -> dict[str, np.ndarray]:
+        omega_, p_ = draws["omega"], draws["p"]
+        q = omega_ * (1 - p_) ** occasions
+        return {"N": caught.sum() + (~caught).sum() * q / (q + 1 - omega_)}
+
+    return AppliedModel(
+        name="capture", title=f"Capture-recapture M0, data augmentation to M = {rows}",
+        source=f"simulated (seed 0): N = 100, T = {occasions}, p = 0.3, {caught.sum()} "
+               "individuals caught; model M0 with data augmentation (Royle 2009)",
+        model=model, marginal=marginal, continuous=["omega", "p"], discrete=["z"],
+        summaries={"N": lambda draws: draws["z"].sum(-1).astype(float)},
+        marginal_summaries=marginal_summaries, headline=["N"],
+        best_steps=blocked_gibbs(["z"]), start=_occupancy_start(caught),
+        numpyro_model=lambda: _numpyro_capture(y, occasions),
+    )
+
+
+def _numpyro_capture(y: np.ndarray, occasions: int) -> Callable:
+    """Model M0 with data augmentation in NumPyro."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    y = jnp.asarray(y)
+
+    def model():
+        omega = numpyro.sample("omega", dist.Beta(1.0, 1.0))
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        z = numpyro.sample("z", dist.Bernoulli(probs=omega).expand([y.shape[0]]))
+        numpyro.sample("y", dist.Binomial(occasions, probs=z * p), obs=y)
+
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# d. Change point: coal-mining disasters
+# --------------------------------------------------------------------------------------
+
+#: Yearly numbers of UK coal-mining disasters, 1851-1961 (111 years), as in PyMC's
+#: "Case study 2: Coal mining disasters" (docs, PyMC overview); the two NaN (1890, 1934)
+#: are the missing values that example imputes. Jarrett (1979), Biometrika 66: 191-193.
+COAL_MINING_DISASTERS = np.array([
+    4, 5, 4, 0, 1, 4, 3, 4, 0, 6, 3, 3, 4, 0, 2, 6,
+    3, 3, 5, 4, 5, 3, 1, 4, 4, 1, 5, 5, 3, 4, 2, 5,
+    2, 2, 3, 4, 2, 1, 3, np.nan, 2, 1, 1, 1, 1, 3, 0, 0,
+    1, 0, 1, 1, 0, 0, 3, 1, 0, 3, 2, 2, 0, 1, 1, 1,
+    0, 1, 0, 1, 0, 0, 0, 2, 1, 0, 0, 0, 1, 1, 0, 2,
+    3, 3, 1, np.nan, 2, 1, 1, 1, 1, 2, 4, 2, 0, 0, 1, 4,
+    0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 1,
+])
+COAL_MINING_YEARS = np.arange(1851, 1962)
+
+
+def change_point(counts: np.ndarray | None = None, years: np.ndarray | None = None,
+                 lower: int = 1851, upper: int = 1961) -> AppliedModel:
+    """Poisson change point with a discrete switch year (PyMC's coal-mining example).
+
+    Data: :data:`COAL_MINING_DISASTERS` with the two missing years dropped (PyMC's
+    example imputes them; dropping them keeps every unknown but the switch point
+    continuous, and the switch point's posterior hardly depends on two of 111 years).
+    Model: ``switchpoint ~ DiscreteUniform(1851, 1961)``,
+    ``early_rate, late_rate ~ Exponential(1)``, disasters in year t
+    ``~ Poisson(late_rate if t >= switchpoint else early_rate)``. Summary: the switch
+    point. Marginal: a logsumexp over the 111 possible years.
+
+    Parameters
+    ----------
+    counts, years : ndarray, optional
+        Observed counts and their years (NaN counts are dropped); default the data above.
+    lower, upper : int
+        Bounds of the switch point's uniform prior.
+
+    Returns
+    -------
+    AppliedModel
+    """
+    counts = COAL_MINING_DISASTERS if counts is None else np.asarray(counts, dtype=float)
+    years = COAL_MINING_YEARS if years is None else np.asarray(years)
+    keep = ~np.isnan(counts)
+    counts, years = counts[keep].astype(np.int64), years[keep].astype(np.int64)
+    candidates = np.arange(lower, upper + 1)
+    # late[s, t] = 1 if year t is on or after candidate switch year s
+    late = (years[None, :] >= candidates[:, None]).astype(float)
+    with pm.Model() as model:
+        s = pm.DiscreteUniform("switchpoint", lower=lower, upper=upper)
+        early = pm.Exponential("early_rate", 1.0)
+        late_rate = pm.Exponential("late_rate", 1.0)
+        pm.Poisson("disasters", pm.math.switch(years >= s, late_rate, early), observed=counts)
+    with pm.Model() as marginal:
+        early = pm.Exponential("early_rate", 1.0)
+        late_rate = pm.Exponential("late_rate", 1.0)
+        lp_early = pm.logp(pm.Poisson.dist(early), counts)
+        lp_late = pm.logp(pm.Poisson.dist(late_rate), counts)
+        by_year = pt.dot(1.0 - late, lp_early) + pt.dot(late, lp_late)
+        # the prior of every candidate year as PyMC computes it (in float32: PyMC's
+        # DiscreteUniform logp is -log(111) of a small integer type)
+        prior = pm.logp(pm.DiscreteUniform.dist(lower=lower, upper=upper), candidates)
+        pm.Potential("switch", pt.logsumexp(by_year + prior))
+
+    from scipy.special import gammaln
+
+    log_fact = gammaln(counts + 1.0)
+
+    def marginal_summaries(draws: Draws) -> dict[str, np.ndarray]:
+        e, _ = _flatten_draws(draws["early_rate"])
+        l, shape = _flatten_draws(draws["late_rate"])
+
+        def lp(rate):  # (S, T)
+            return counts * np.log(rate[:, None]) - rate[:, None] - log_fact
+
+        logw = lp(e) @ (1.0 - late).T + lp(l) @ late.T  # (S, candidates)
+        prob = np.exp(log_softmax(logw, axis=1))
+        return {"switchpoint": (prob @ candidates).reshape(shape)}
+
+    def start(chains: int, seed: int) -> list[dict]:
+        return [{"switchpoint": np.int64(np.random.default_rng(seed + c).integers(
+            lower, upper + 1))} for c in range(chains)]
+
+    return AppliedModel(
+        name="changepoint", title="Change point: UK coal-mining disasters 1851-1961",
+        source="the yearly counts of PyMC's coal-mining change-point example (Jarrett 1979) "
+               "without its two missing years",
+        model=model, marginal=marginal, continuous=["early_rate", "late_rate"],
+        discrete=["switchpoint"],
+        summaries={"switchpoint": lambda draws: draws["switchpoint"].astype(float)},
+        marginal_summaries=marginal_summaries, headline=["switchpoint"],
+        best_steps=blocked_gibbs(["switchpoint"]), start=start,
+        numpyro_model=lambda: _numpyro_change_point(counts, years, lower, upper),
+        numpyro_start=lambda values: {
+            "switchpoint_offset": values["switchpoint"] - np.int64(lower)},
+    )
+
+
+def _numpyro_change_point(counts: np.ndarray, years: np.ndarray, lower: int,
+                          upper: int) -> Callable:
+    """The change point in NumPyro.
+
+    ``DiscreteHMCGibbs`` proposes the values 0, 1, ..., K - 1 of a discrete site whatever
+    its support (numpyro/infer/gibbs.py, ``_discrete_gibbs_proposal_body_fn``), so a
+    ``DiscreteUniform(1851, 1961)`` site never moves: the model samples the offset from
+    1851 instead (the same prior) and records the year as the deterministic
+    ``switchpoint``.
+    """
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    counts, years = jnp.asarray(counts), jnp.asarray(years)
+
+    def model():
+        offset = numpyro.sample("switchpoint_offset", dist.DiscreteUniform(0, upper - lower))
+        s = numpyro.deterministic("switchpoint", lower + offset)
+        early = numpyro.sample("early_rate", dist.Exponential(1.0))
+        late = numpyro.sample("late_rate", dist.Exponential(1.0))
+        numpyro.sample("disasters", dist.Poisson(jnp.where(years >= s, late, early)),
+                       obs=counts)
+
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# e. Bayesian variable selection
+# --------------------------------------------------------------------------------------
+
+#: prior inclusion probability, coefficient scale, as in examples/spike_and_slab.py
+INCLUSION, SLAB = 0.1, 0.5
+
+
+def diabetes_standardised() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The 10 diabetes predictors standardised, the response standardised, the names
+    (the main effects of ``examples/spike_and_slab.py``, without its interactions)."""
+    from sklearn.datasets import load_diabetes
+
+    data = load_diabetes()
+    X = (data.data - data.data.mean(0)) / data.data.std(0)
+    y = (data.target - data.target.mean()) / data.target.std()
+    return X, y, list(data.feature_names)
+
+
+def all_patterns(p: int) -> np.ndarray:
+    """Every 0/1 vector of length ``p``, shape (2^p, p)."""
+    return np.array(list(itertools.product((0.0, 1.0), repeat=p)))
+
+
+def variable_selection(X: np.ndarray | None = None, y: np.ndarray | None = None,
+                       names: list[str] | None = None) -> AppliedModel:
+    """Spike-and-slab regression on the 10 standardised diabetes predictors.
+
+    Data: scikit-learn's ``load_diabetes`` (442 patients), predictors and response
+    standardised. Model: the priors of ``examples/spike_and_slab.py``: indicators
+    ``g_j ~ Bernoulli(0.1)``, coefficients ``beta_j ~ Normal(0, 0.5)`` (the regression
+    uses ``g * beta``), intercept ``alpha ~ Normal(0, 1)``, noise ``sigma ~ HalfNormal(1)``,
+    but with the 10 main effects only so that the marginal can enumerate all 2^10 = 1024
+    inclusion patterns (a logsumexp over them, with the residual sum of squares from the
+    sufficient statistics X'X, X'y). Summaries: the model size ``sum g`` (shown) and the
+    10 posterior inclusion probabilities.
+
+    Parameters
+    ----------
+    X, y : ndarray, optional
+        Predictors (n, p) and response (n,); default the diabetes data.
+    names : list of str, optional
+        Predictor names (for the summaries).
+
+    Returns
+    -------
+    AppliedModel
+    """
+    if X is None:
+        X, y, names = diabetes_standardised()
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    n, p = X.shape
+    names = names or [f"x{j}" for j in range(p)]
+    G = all_patterns(p)
+    log_prior = G @ np.full(p, np.log(INCLUSION)) + (1 - G) @ np.full(p, np.log1p(-INCLUSION))
+    XtX, Xty, Xt1, yty, y1 = X.T @ X, X.T @ y, X.sum(0), y @ y, y.sum()
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", INCLUSION, shape=p)
+        beta = pm.Normal("beta", 0.0, SLAB, shape=p)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        alpha = pm.Normal("alpha", 0.0, 1.0)
+        pm.Normal("y", mu=alpha + pm.math.dot(X, g * beta), sigma=sigma, observed=y)
+    with pm.Model() as marginal:
+        beta = pm.Normal("beta", 0.0, SLAB, shape=p)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        alpha = pm.Normal("alpha", 0.0, 1.0)
+        B = pt.as_tensor(G) * beta[None, :]  # coefficients of every pattern
+        # |y - alpha - X b|^2 = |y - alpha|^2 - 2 b'X'(y - alpha) + b'X'X b
+        resid0 = yty - 2.0 * alpha * y1 + n * alpha**2
+        rss = resid0 - 2.0 * pt.dot(B, Xty - alpha * Xt1) + (pt.dot(B, XtX) * B).sum(1)
+        loglik = -0.5 * n * np.log(2 * np.pi) - n * pt.log(sigma) - rss / (2.0 * sigma**2)
+        pm.Potential("patterns", pt.logsumexp(log_prior + loglik))
+
+    def marginal_summaries(draws: Draws, chunk: int = 500) -> dict[str, np.ndarray]:
+        beta_, shape = _flatten_draws(draws["beta"])
+        alpha_, _ = _flatten_draws(draws["alpha"])
+        sigma_, _ = _flatten_draws(draws["sigma"])
+        pip = np.empty_like(beta_)
+        for lo in range(0, beta_.shape[0], chunk):  # (chunk, 1024, p) at a time
+            b, a, s = beta_[lo:lo + chunk], alpha_[lo:lo + chunk], sigma_[lo:lo + chunk]
+            B = G[None] * b[:, None, :]
+            rss = (yty - 2 * a * y1 + n * a**2)[:, None] \
+                - 2 * B @ Xty + 2 * a[:, None] * (B @ Xt1) + ((B @ XtX) * B).sum(-1)
+            logw = log_prior - n * np.log(s)[:, None] - rss / (2 * s[:, None] ** 2)
+            pip[lo:lo + chunk] = np.exp(log_softmax(logw, axis=1)) @ G
+        out = {"size": pip.sum(1).reshape(shape)}
+        out.update({f"pip[{names[j]}]": pip[:, j].reshape(shape) for j in range(p)})
+        return out
+
+    summaries = {"size": lambda draws: draws["g"].sum(-1).astype(float)}
+    summaries.update({f"pip[{names[j]}]": (lambda draws, j=j: draws["g"][..., j].astype(float))
+                      for j in range(p)})
+
+    def start(chains: int, seed: int) -> list[dict]:
+        return [{"g": np.random.default_rng(seed + c).integers(0, 2, p)}
+                for c in range(chains)]
+
+    return AppliedModel(
+        name="selection", title=f"Variable selection: diabetes, {p} predictors, spike-and-slab",
+        source="scikit-learn's diabetes data (442 patients, 10 standardised predictors); the "
+               "priors of `examples/spike_and_slab.py`",
+        model=model, marginal=marginal, continuous=["beta", "alpha", "sigma"],
+        discrete=["g"], summaries=summaries, marginal_summaries=marginal_summaries,
+        headline=["size"], best_steps=blocked_gibbs(["g"]), start=start,
+        numpyro_model=lambda: _numpyro_selection(X, y),
+    )
+
+
+def _numpyro_selection(X: np.ndarray, y: np.ndarray) -> Callable:
+    """The spike-and-slab regression in NumPyro."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    p = X.shape[1]
+
+    def model():
+        g = numpyro.sample("g", dist.Bernoulli(INCLUSION).expand([p]))
+        beta = numpyro.sample("beta", dist.Normal(0.0, SLAB).expand([p]))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        alpha = numpyro.sample("alpha", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(alpha + X @ (g * beta), sigma), obs=y)
+
+    return model
+
+
+#: every family, by its key (``--models``)
+BUILDERS: dict[str, Callable[[], AppliedModel]] = {
+    "mixture": gaussian_mixture,
+    "occupancy": site_occupancy,
+    "capture": capture_recapture,
+    "changepoint": change_point,
+    "selection": variable_selection,
+}

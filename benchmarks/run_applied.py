@@ -1,0 +1,616 @@
+"""Applied benchmark: real model families with discrete unknowns (project issue 18, item 6).
+
+For each model of ``benchmarks/applied_models.py`` (a Gaussian mixture on iris, site
+occupancy, capture-recapture with data augmentation, a change point, Bayesian variable
+selection), five ways to sample it, each in its own ``try`` so that one failure is a row
+of the table, not the end of the run:
+
+1. **PyMC default**: ``pmd.unregister()``, then plain ``pm.sample()`` (PyMC's own Gibbs /
+   Metropolis step for the discrete variables, NUTS for the rest);
+2. **pymc-discrete default**: ``pmd.register()``, then plain ``pm.sample()``;
+3. **pymc-discrete best**: ``pm.sample(step=applied.best_steps(model))``, the rest
+   assigned by PyMC;
+4. **marginalised NUTS**: the model with its discrete variables summed out,
+   ``pm.sample(init="adapt_diag")`` (NUTS alone, started where the other runs start the
+   continuous variables: see below), run with 4x the draws: it is also the
+   **reference** of the agreement column;
+5. **NumPyro DiscreteHMCGibbs** (Gibbs sweeps of the discrete sites and a NUTS step per
+   iteration), where it expresses the model and NumPyro is installed.
+
+Every run: 4 chains one after the other (``cores=1``), the same seed, tune and draws
+(the reference: 4x the draws), the discrete variables started from the same dispersed
+valid values (``applied.start``), the continuous ones at the model's initial point (PyMC
+does not jitter the start of a compound-step run; the NUTS-only reference is told not to
+either). Timing follows DESIGN.md section 6: a short one-chain run of the same call comes
+first (it loads the compiled functions), and the time is PyMC's ``sampling_time`` of the
+second call (step construction and compilation excluded). NumPyro compiles its kernel
+for every chain: with a persistent compilation cache filled by a first run, the fixed
+cost that remains is measured on chains of one iteration and subtracted.
+"ESS/s" divides by the share of that time spent on the post-tuning draws
+(``harness.split_time``), so that the reference's longer run is comparable.
+
+Measured per run: the smallest bulk ESS over every element of the continuous parameters
+and that per second; the largest r-hat over them and over the discrete summaries; the
+posterior means of the discrete summaries (the marginal model's are Rao-Blackwellised:
+the mean over its draws of ``E[summary | continuous parameters]``); the agreement with
+the reference, ``max |mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over every
+continuous element and every summary; the fraction of the discrete step's proposals
+accepted, when it reports one.
+
+Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: few
+draws, for smoke tests; ``--models occupancy,capture``: a subset; ``--draws``,
+``--tune``, ``--ref-draws``, ``--seed``, ``--no-numpyro``). Writes the section
+``applied`` of ``benchmarks/RESULTS.md`` when every model ran (or with ``--write``; never
+with ``--no-write``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+import pymc_discrete as pmd
+from benchmarks.applied_models import BUILDERS, AppliedModel
+from benchmarks.harness import machine_description, split_time, write_section
+
+PYMC_DEFAULT = "PyMC default"
+PMD_DEFAULT = "pymc-discrete default"
+PMD_BEST = "pymc-discrete best"
+MARGINAL = "marginalised NUTS (reference)"
+NUMPYRO = "NumPyro DiscreteHMCGibbs"
+
+#: the bars of issue 18 for the package's default use
+MAX_DEVIATION, MAX_RHAT, VS_PYMC, VS_MARGINAL = 4.0, 1.01, 2.0, 1.0 / 3.0
+
+
+@dataclass
+class Run:
+    """The draws of one way of sampling one model, or why there are none."""
+
+    variant: str
+    steps: str = ""
+    draws: int = 0
+    tune: int = 0
+    chains: int = 0
+    seconds: float = float("nan")
+    continuous: dict[str, np.ndarray] = field(default_factory=dict)
+    summaries: dict[str, np.ndarray] = field(default_factory=dict)
+    accept: float = float("nan")
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Row:
+    """What one run achieved, against PyMC's default and the reference."""
+
+    run: Run
+    ess_min: float = float("nan")
+    ess_min_at: str = ""
+    ess_per_s: float = float("nan")
+    rhat_continuous: float = float("nan")
+    rhat_summaries: float = float("nan")
+    means: dict[str, float] = field(default_factory=dict)
+    deviation: float = float("nan")
+    deviation_at: str = ""
+
+
+# --------------------------------------------------------------------------------------
+# running
+# --------------------------------------------------------------------------------------
+
+
+def _elements(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every scalar element of (chain, draw, *shape) arrays as its own (chain, draw)
+    array, named like ``w[0]`` or ``sigma[1,2]``."""
+    out = {}
+    for name, a in arrays.items():
+        a = np.asarray(a, dtype=float)
+        if a.ndim == 2:
+            out[name] = a
+            continue
+        for idx in np.ndindex(*a.shape[2:]):
+            out[f"{name}[{','.join(map(str, idx))}]"] = a[(slice(None), slice(None), *idx)]
+    return out
+
+
+def describe_steps(model: pm.Model, step) -> str:
+    """Which step class PyMC uses for which variable, as ``pm.sample(step=step)`` would
+    assign them (without building the automatically assigned ones)."""
+    from pymc.sampling.mcmc import assign_step_methods
+    from pymc.step_methods import STEP_METHODS
+
+    provided, selected = assign_step_methods(model, step, methods=STEP_METHODS)
+
+    def names(vars_) -> str:
+        return ", ".join(model.values_to_rvs[v].name for v in vars_)
+
+    parts = []
+    for s in provided:
+        mode = getattr(s, "proposal", None)
+        parts.append(f"{type(s).__name__}{f' ({mode})' if mode else ''}: {names(s.vars)}")
+    parts += [f"{cls.__name__}: {names(v)}" for cls, v in selected.items() if v]
+    return "; ".join(parts)
+
+
+class _Choices(logging.Handler):
+    """Collects what ``pmd.register()``'s automatic step logs about its choice."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.chosen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("pymc_discrete chose "):
+            self.chosen.append(message.split()[2].rstrip(":"))
+
+
+def _sample_timed(model: pm.Model, make_step: Callable[[pm.Model], object] | None,
+                  draws: int, tune: int, chains: int, seed: int,
+                  initvals: list[dict] | None) -> tuple[object, float, str]:
+    """A short one-chain run, then the measured run of the same ``pm.sample`` call.
+
+    ``make_step`` (or None: PyMC assigns every step, plain ``pm.sample()``) builds the
+    steps once; both runs use them, so the measured run loads nothing new. Returns the
+    inference data, the measured run's sampling seconds (PyMC's ``sampling_time``: step
+    construction excluded) and the step assignment.
+    """
+    warm = min(100, max(5, draws // 10))
+    # NUTS alone (the marginal models): start at the model's initial point, as PyMC
+    # starts the continuous variables of every compound-step run, rather than jittered
+    # around it (on the mixture, jitter left 3 of 4 chains in local modes 27 to 50 log
+    # units below the main one, which the discrete runs never visit)
+    common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
+                  init="adapt_diag")
+    choices = _Choices()
+    logger = logging.getLogger("pymc.pymc_discrete")
+    logger.addHandler(choices)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        with model:
+            step = make_step(model) if make_step is not None else None
+            steps = describe_steps(model, step)
+            pm.sample(step=step, draws=warm, tune=warm, chains=1, random_seed=seed + 1,
+                      initvals=None if initvals is None else initvals[:1], **common)
+            began = time.perf_counter()
+            idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
+                              random_seed=seed, initvals=initvals, **common)
+            wall = time.perf_counter() - began
+    finally:
+        logger.removeHandler(choices)
+        logger.setLevel(level)
+    if choices.chosen:  # register()'s AutoStep builds the step it recommends
+        steps = steps.replace("AutoStep", f"AutoStep -> {choices.chosen[-1]}")
+    seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
+    return idata, seconds, steps
+
+
+def run_pymc(variant: str, applied: AppliedModel, *, marginal: bool = False,
+             make_step: Callable[[pm.Model], object] | None = None,
+             before: Callable[[], None] | None = None, draws: int, tune: int,
+             chains: int, seed: int) -> Run:
+    """Sample ``applied.model`` (or its marginal) one way; a failure becomes ``error``.
+
+    ``before`` runs first (``pmd.register`` / ``pmd.unregister``); registration is always
+    undone afterwards, so one variant cannot leak into the next.
+    """
+    run = Run(variant, draws=draws, tune=tune, chains=chains)
+    model = applied.marginal if marginal else applied.model
+    initvals = None if marginal else applied.start(chains, seed)
+    print(f"  {applied.name}: {variant}", flush=True)
+    try:
+        if before is not None:
+            before()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pmd.RelaxationWarning)
+            warnings.simplefilter("always", pmd.TuningWarning)
+            idata, run.seconds, run.steps = _sample_timed(
+                model, make_step, draws, tune, chains, seed, initvals)
+        run.notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
+                            for w in caught if issubclass(w.category, (
+                                pmd.RelaxationWarning, pmd.TuningWarning))})
+    except Exception as exc:  # noqa: BLE001 -- reported in the table, not fatal
+        run.error = _explain(exc)
+        traceback.print_exc(file=sys.stderr)
+        return run
+    finally:
+        pmd.unregister()
+    posterior = {v: idata.posterior[v].values for v in idata.posterior.data_vars}
+    run.continuous = {v: posterior[v] for v in applied.continuous}
+    if marginal:
+        run.summaries = applied.marginal_summaries(run.continuous)
+    else:
+        run.summaries = {k: fn(posterior) for k, fn in applied.summaries.items()}
+    stats = idata.sample_stats
+    # the fraction of accepted proposals: PyMC's Metropolis reports exp(log ratio) as
+    # "accept" (above 1 for uphill moves), ALBP min(1, ratio); both report "accepted"
+    for name in ("accepted", "accept"):
+        if name in stats:
+            run.accept = float(stats[name].mean())
+            break
+    print(f"    {run.steps}: {run.seconds:.1f} s", flush=True)
+    return run
+
+
+def _explain(exc: BaseException) -> str:
+    """One line for the table: "unsupported" when a step refuses a variable (raised while
+    building the steps), "failed" otherwise."""
+    message = " ".join(str(exc).split())[:160]
+    refused = isinstance(exc, (TypeError, ValueError, NotImplementedError)) and any(
+        word in message.lower() for word in ("support", "bernoulli", "categorical",
+                                              "not a", "cannot sample", "incompatible"))
+    return f"{'unsupported' if refused else 'failed'}: {type(exc).__name__}: {message}"
+
+
+def run_numpyro(applied: AppliedModel, *, draws: int, tune: int, chains: int,
+                seed: int) -> Run:
+    """``DiscreteHMCGibbs(NUTS(model))`` with ``chains`` sequential chains; JAX at its
+    default precision (float32). The time excludes NumPyro's per-chain initialisation and
+    compilation (compiled programs cached on disk; what is left, measured on the same
+    chains of one iteration each, subtracted)."""
+    run = Run(NUMPYRO, steps="Gibbs sweep (discrete) + NUTS", draws=draws, tune=tune,
+              chains=chains)
+    print(f"  {applied.name}: {NUMPYRO}", flush=True)
+    if applied.numpyro_model is None:
+        run.error = "not expressible in DiscreteHMCGibbs"
+        return run
+    try:
+        import jax
+        from numpyro.infer import MCMC, NUTS, DiscreteHMCGibbs
+    except ImportError:
+        run.error = "unavailable: NumPyro is not installed (pip install -e .[bench])"
+        return run
+    def timed(n_tune: int, n_draws: int, n_chains: int, key: int) -> tuple[MCMC, float]:
+        # the same valid discrete start as the PyMC runs (NumPyro's own draws z from the
+        # prior, which has no density at an occupied site marked empty)
+        starts = [applied.numpyro_start(s) if applied.numpyro_start else s
+                  for s in applied.start(n_chains, seed)]
+        init = {k: np.stack([s[k] for s in starts]) for k in starts[0]}
+        if n_chains == 1:
+            init = {k: v[0] for k, v in init.items()}
+        mcmc = MCMC(DiscreteHMCGibbs(NUTS(applied.numpyro_model())), num_warmup=n_tune,
+                    num_samples=n_draws, num_chains=n_chains, chain_method="sequential",
+                    progress_bar=False)
+        began = time.perf_counter()
+        mcmc.run(jax.random.PRNGKey(key), init_params=init)
+        jax.block_until_ready(mcmc.get_samples())
+        return mcmc, time.perf_counter() - began
+
+    try:
+        # MCMC.run initialises, traces and compiles the kernel again for every chain
+        # (NumPyro 0.22: 3-20 s a chain on these models, whatever the number of
+        # iterations). A persistent compilation cache turns those compilations into
+        # loads once a first run has filled it (one chain of the measured length, and
+        # the one-iteration runs); what remains of that fixed cost (initialisation,
+        # tracing, loading: the same chains of one iteration each) is taken off the
+        # measured run
+        _jax_compilation_cache()
+        timed(tune, draws, 1, seed + 1)
+        overhead = min(timed(1, 1, chains, seed + 2 + i)[1] for i in range(3))
+        mcmc, wall = timed(tune, draws, chains, seed)
+        samples = mcmc.get_samples(group_by_chain=True)
+        run.seconds = wall - overhead
+        run.notes.append(f"wall {wall:.1f} s, less {overhead:.1f} s of initialisation, "
+                         f"tracing and loading of the compiled kernel in its {chains} chains "
+                         "(the same chains of one iteration each)")
+        if run.seconds <= 0.05 * wall:  # within the noise of the fixed cost: no timing
+            run.seconds = float("nan")
+            run.notes.append("sampling too short to separate from that fixed cost: "
+                             "no time (use more draws)")
+    except Exception as exc:  # noqa: BLE001
+        run.error = _explain(exc)
+        traceback.print_exc(file=sys.stderr)
+        return run
+    samples = {k: np.asarray(v) for k, v in samples.items()}
+    run.continuous = {v: samples[v] for v in applied.continuous}
+    run.summaries = {k: fn(samples) for k, fn in applied.summaries.items()}
+    print(f"    {run.seconds:.1f} s", flush=True)
+    return run
+
+
+def _jax_compilation_cache() -> None:
+    """Keep JAX's compiled programs on disk (a temporary directory), every one of them:
+    only caching changes, not the programs."""
+    import tempfile
+    from pathlib import Path
+
+    import jax
+
+    options = {"jax_compilation_cache_dir": str(Path(tempfile.gettempdir())
+                                                / "pymc-discrete-jax-cache"),
+               "jax_persistent_cache_min_compile_time_secs": 0.0,
+               "jax_persistent_cache_min_entry_size_bytes": 0}
+    for name, value in options.items():
+        try:
+            jax.config.update(name, value)
+        except (AttributeError, KeyError, ValueError):  # an older JAX without the option
+            pass
+
+
+def run_model(applied: AppliedModel, *, draws: int, tune: int, ref_draws: int,
+              chains: int, seed: int, numpyro: bool) -> list[Run]:
+    """Every variant on one model; the reference (marginalised NUTS) first."""
+    common = dict(tune=tune, chains=chains, seed=seed)
+    runs = [
+        run_pymc(MARGINAL, applied, marginal=True, draws=ref_draws, **common),
+        run_pymc(PYMC_DEFAULT, applied, before=pmd.unregister, draws=draws, **common),
+        run_pymc(PMD_DEFAULT, applied, before=pmd.register, draws=draws, **common),
+        run_pymc(PMD_BEST, applied, make_step=applied.best_steps, draws=draws, **common),
+    ]
+    if numpyro:
+        runs.append(run_numpyro(applied, draws=draws, **common))
+    return runs
+
+
+# --------------------------------------------------------------------------------------
+# measuring
+# --------------------------------------------------------------------------------------
+
+
+def _mean_mcse(a: np.ndarray) -> tuple[float, float]:
+    """Posterior mean of a (chain, draw) array and its Monte Carlo standard error."""
+    return float(a.mean()), float(np.asarray(az.mcse(a, method="mean")))
+
+
+def _max_rhat(arrays: dict[str, np.ndarray]) -> float:
+    """Largest rank-normalised split r-hat; constant arrays (r-hat undefined) count as 1
+    when every chain holds the same value."""
+    worst = float("nan")
+    for a in arrays.values():
+        if np.ptp(a) == 0:
+            value = 1.0
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                value = float(np.asarray(az.rhat(a)))
+        worst = value if not np.isfinite(worst) or value > worst else worst
+    return worst
+
+
+def measure(run: Run, reference: Run | None) -> Row:
+    """ESS, r-hat, summary means and the agreement with ``reference`` of one run."""
+    row = Row(run)
+    if run.error is not None:
+        return row
+    elements = _elements(run.continuous)
+    ess = {k: float(np.asarray(az.ess(a, method="bulk"))) for k, a in elements.items()}
+    row.ess_min_at = min(ess, key=ess.get)
+    row.ess_min = ess[row.ess_min_at]
+    _, post_tuning = split_time(run.seconds, run.chains, run.draws, run.tune)
+    row.ess_per_s = row.ess_min / post_tuning
+    row.rhat_continuous = _max_rhat(elements)
+    row.rhat_summaries = _max_rhat(run.summaries)
+    row.means = {k: float(a.mean()) for k, a in run.summaries.items()}
+    if reference is not None and reference.error is None and reference is not run:
+        ours = {**elements, **run.summaries}
+        theirs = {**_elements(reference.continuous), **reference.summaries}
+        worst, at = 0.0, ""
+        for k in theirs:
+            (m, se), (m_ref, se_ref) = _mean_mcse(ours[k]), _mean_mcse(theirs[k])
+            scale = np.hypot(se, se_ref)
+            z = abs(m - m_ref) / scale if scale > 0 else (0.0 if m == m_ref else np.inf)
+            if z >= worst:
+                worst, at = z, k
+        row.deviation, row.deviation_at = worst, at
+    return row
+
+
+# --------------------------------------------------------------------------------------
+# reporting
+# --------------------------------------------------------------------------------------
+
+
+def _cell(value: float, fmt: str) -> str:
+    return "-" if value is None or not np.isfinite(value) else format(value, fmt)
+
+
+def _rhat_cell(value: float) -> str:
+    """r-hat to 3 decimals; a chain stuck at its start gives absurd values: "> 10"."""
+    return _cell(value, ".3f") if not value > 10 else "> 10"
+
+
+def _ratio(row: Row, base: Row | None) -> str:
+    if base is None or not (np.isfinite(row.ess_per_s) and np.isfinite(base.ess_per_s)):
+        return "-"
+    return f"{row.ess_per_s / base.ess_per_s:.2f}x"
+
+
+def format_table(applied: AppliedModel, rows: list[Row]) -> str:
+    """The markdown table of one model (failed runs: their reason, the rest "-")."""
+    by_name = {r.run.variant: r for r in rows if r.run.error is None}
+    pymc, ref = by_name.get(PYMC_DEFAULT), by_name.get(MARGINAL)
+    head = ("| variant | steps | draws | seconds | min ESS (continuous) | min ESS/s "
+            "| vs PyMC default | vs marginalised | max r-hat (continuous / summaries) | "
+            + " | ".join(f"mean {h}" for h in applied.headline)
+            + " | max dev. / MCSE | accept |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        run = r.run
+        if run.error is not None:
+            blanks = " | ".join("-" for _ in range(7 + len(applied.headline)))
+            lines.append(f"| {run.variant} | {run.error} | {blanks} |")
+            continue
+        means = " | ".join(_cell(r.means.get(h), ".2f") for h in applied.headline)
+        deviation = ("ref" if run.variant == MARGINAL
+                     else f"{_cell(r.deviation, '.1f')} ({r.deviation_at})")
+        lines.append(
+            f"| {run.variant} | {run.steps} | {run.chains} x {run.draws} "
+            f"| {run.seconds:.1f} | {r.ess_min:.0f} ({r.ess_min_at}) "
+            f"| {_cell(r.ess_per_s, '.1f')} | {_ratio(r, pymc)} | {_ratio(r, ref)} "
+            f"| {_rhat_cell(r.rhat_continuous)} / {_rhat_cell(r.rhat_summaries)} "
+            f"| {means} | {deviation} | {_cell(run.accept, '.2f')} |")
+    return "\n".join(lines)
+
+
+def bars(rows: list[Row]) -> str:
+    """Issue 18's bars for the package's default use: agreement, r-hat, speed."""
+    by_name = {r.run.variant: r for r in rows if r.run.error is None}
+    ours, pymc, ref = (by_name.get(k) for k in (PMD_DEFAULT, PYMC_DEFAULT, MARGINAL))
+    if ours is None:
+        return "Bars (pymc-discrete default): no run."
+
+    def mark(ok: bool) -> str:
+        return "pass" if ok else "FAIL"
+
+    rhat = max(ours.rhat_continuous, ours.rhat_summaries)
+    parts = [f"within {MAX_DEVIATION:g} MCSE of the reference: "
+             f"{mark(ours.deviation <= MAX_DEVIATION)} ({ours.deviation:.1f})",
+             f"r-hat < {MAX_RHAT}: {mark(rhat < MAX_RHAT)} ({rhat:.3f})"]
+    if pymc is not None:
+        ratio = ours.ess_per_s / pymc.ess_per_s
+        parts.append(f"min ESS/s >= {VS_PYMC:g}x PyMC default: {mark(ratio >= VS_PYMC)} "
+                     f"({ratio:.2f}x)")
+    if ref is not None:
+        ratio = ours.ess_per_s / ref.ess_per_s
+        parts.append(f">= 1/3 of marginalised NUTS: {mark(ratio >= VS_MARGINAL)} "
+                     f"({ratio:.2f}x)")
+    return "Bars (pymc-discrete default): " + "; ".join(parts) + "."
+
+
+def model_section(applied: AppliedModel, runs: list[Run]) -> str:
+    """Heading, source, table, bars and the runs' warnings of one model."""
+    reference = next((r for r in runs if r.variant == MARGINAL), None)
+    rows = [measure(r, reference) for r in runs]
+    notes = [f"- {r.variant}: {n}" for r in runs for n in r.notes]
+    ref_row = next((r for r in rows if r.run.variant == MARGINAL and r.run.error is None), None)
+    ref_note = "" if ref_row is None else (
+        f"Reference's own convergence: max r-hat {ref_row.rhat_continuous:.3f}, "
+        f"min ESS {ref_row.ess_min:.0f} over {ref_row.run.chains} x {ref_row.run.draws} "
+        "draws.")
+    text = (f"### {applied.title}\n\nData: {applied.source}.\n\n"
+            f"{format_table(applied, rows)}\n\n{bars(rows)} {ref_note}\n")
+    if notes:
+        text += "\nNotes (warnings raised while sampling, NumPyro's timing):\n\n" \
+            + "\n".join(notes) + "\n"
+    return text
+
+
+METHOD = """Each model is sampled five ways: PyMC's default (`pmd.unregister()`, then plain
+`pm.sample()`), the package's default use (`pmd.register()`, then plain `pm.sample()`), its
+best configuration (`step=[...]`, the rest assigned by PyMC), the model with its discrete
+variables summed out by hand (NUTS alone; the **reference**, run with {ref_factor}x the
+draws) and NumPyro's `DiscreteHMCGibbs` (a Gibbs sweep of the discrete sites and a NUTS
+step per iteration; float32, NumPyro's default). {chains} chains one after the other, seed
+{seed}, {tune} tuning iterations and {draws} draws per chain (reference {ref_draws}).
+Discrete variables start from dispersed valid values, the same for every run; continuous
+ones at the model's initial point, which is where PyMC starts them next to a discrete
+step: the NUTS-only reference is therefore run with `init="adapt_diag"` instead of the
+default jittered start (with jitter, 3 of 4 chains of the marginalised mixture stopped in
+local modes 27-50 log units below the main one).
+
+Seconds: PyMC's `sampling_time` of a second call (the first, short, loads the compiled
+functions; step construction and compilation are excluded), tuning included. NumPyro
+traces and compiles its kernel again for every chain: its compiled programs are cached
+on disk, a first run fills the cache, and the fixed cost that remains (the same chains of
+one iteration each; given in the notes) is subtracted from the measured run's wall time.
+"min ESS" is the smallest bulk ESS over every element of the continuous parameters (which
+one in parentheses); "min ESS/s" divides it by the share of the seconds spent on the
+post-tuning draws. "max dev. / MCSE" is the largest
+`|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)` over every continuous element and every
+discrete summary (which one in parentheses); the reference's summaries are
+Rao-Blackwellised (the mean of `E[summary | continuous parameters]` over its draws).
+"accept": the fraction of the discrete step's proposals accepted (PyMC's Gibbs steps and
+NumPyro report none). Failed or unsupported variants are rows with their reason. The bars
+of issue 18, checked under each table for the package's default use: within 4 MCSE of
+the reference, r-hat < 1.01, min ESS/s at least 2x PyMC's default and 1/3 of the
+reference's."""
+
+QUICK_NOTE = """
+Quick run (`--quick`): too few draws for r-hat and the agreement column to mean much; a
+smoke test of the script, not a result.
+"""
+
+
+def main(argv: list[str] | None = None, quick: bool = False) -> str:
+    """Run the benchmark (see the module docstring); returns the section's markdown.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments; default ``["--quick"]`` if ``quick`` else none (the
+        ``main(quick=...)`` convention of ``benchmarks/run_all.py``).
+    quick : bool
+        Used only when ``argv`` is None.
+    """
+    if argv is None:
+        argv = ["--quick"] if quick else []
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
+    parser.add_argument("--models", default=",".join(BUILDERS),
+                        help=f"comma-separated subset of {','.join(BUILDERS)}")
+    parser.add_argument("--draws", type=int, default=None)
+    parser.add_argument("--tune", type=int, default=None)
+    parser.add_argument("--ref-draws", type=int, default=None,
+                        help="draws of the marginalised reference (default 4x --draws)")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-numpyro", action="store_true")
+    parser.add_argument("--write", action="store_true",
+                        help="write RESULTS.md even for a subset of the models")
+    parser.add_argument("--no-write", action="store_true",
+                        help="print only, even when every model ran")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(BUILDERS))
+    if unknown:
+        parser.error(f"unknown models {unknown}: choose from {sorted(BUILDERS)}")
+    draws = args.draws or (100 if args.quick else 1000)
+    tune = args.tune or (100 if args.quick else 1000)
+    ref_draws = args.ref_draws or 4 * draws
+
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    began = time.perf_counter()
+    sections = []
+    for name in names:
+        started = time.perf_counter()
+        applied = BUILDERS[name]()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            runs = run_model(applied, draws=draws, tune=tune, ref_draws=ref_draws,
+                             chains=args.chains, seed=args.seed,
+                             numpyro=not args.no_numpyro)
+        section = model_section(applied, runs)
+        print(f"\n{section}\n({name}: {time.perf_counter() - started:.0f} s)\n", flush=True)
+        sections.append(section)
+    seconds = time.perf_counter() - began
+
+    command = "python -m benchmarks.run_applied" + (" " + " ".join(argv) if argv else "")
+    versions = ""
+    try:
+        import jax
+        import numpyro
+
+        versions = f"; NumPyro {numpyro.__version__}, JAX {jax.__version__} (CPU)"
+    except ImportError:
+        pass
+    body = f"""## Applied models: mixture, occupancy, capture-recapture, change point, selection
+
+Produced by `{command}` on {stamp} ({seconds:.0f} s).
+Machine: {machine_description()}{versions}.
+
+{METHOD.format(ref_factor=round(ref_draws / draws, 1), chains=args.chains, seed=args.seed,
+               tune=tune, draws=draws, ref_draws=ref_draws)}
+{QUICK_NOTE if args.quick else ""}
+{(chr(10) * 2).join(sections)}"""
+    if (set(names) == set(BUILDERS) or args.write) and not args.no_write:
+        write_section("applied", body)
+        print("wrote the section 'applied' of benchmarks/RESULTS.md")
+    print(f"total {seconds:.0f} s")
+    return body
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,183 @@
+"""The applied benchmark's marginal models are its discrete models with the discrete
+variables summed out, exactly (``benchmarks/applied_models.py``).
+
+On data small enough to enumerate every discrete configuration, at random continuous
+points: the marginal model's log density equals the logsumexp of the discrete model's
+over the configurations, and the Rao-Blackwellised summaries equal the expectations of
+the discrete summaries under the enumerated conditional distribution. Where NumPyro is
+installed, its version of each model has PyMC's log density.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from benchmarks import applied_models as am
+
+#: no compilation: the graphs are small and evaluated a few hundred times at most, and
+#: PyTensor's default (numba) linker would spend seconds compiling each
+MODE = "FAST_COMPILE"
+
+
+def _small_models() -> dict[str, tuple[am.AppliedModel, int]]:
+    """Every family at a size whose discrete configurations can be enumerated, with the
+    number of values of each discrete site."""
+    iris = am.iris_standardised()[[0, 50, 100, 120]]  # one flower per species and one more
+    X, y, names = am.diabetes_standardised()
+    return {
+        "mixture": (am.gaussian_mixture(iris, k=3), 3),
+        # a site never detected, one detected once and one detected twice
+        "occupancy": (am.site_occupancy(np.array([[0, 1, 0], [0, 0, 0], [1, 1, 0],
+                                                  [0, 0, 0]])), 2),
+        "capture": (am.capture_recapture(np.array([2, 0, 1, 0, 0]), occasions=5), 2),
+        "changepoint": (am.change_point(), 0),  # its 111 years, enumerated directly
+        "selection": (am.variable_selection(X[:25], y[:25], names), 2),
+    }
+
+
+MODELS = _small_models()
+
+
+def _configurations(applied: am.AppliedModel, n_values: int) -> list[dict]:
+    """Every value of the discrete variables (one variable per model here)."""
+    (name,) = applied.discrete
+    if applied.name == "changepoint":
+        return [{name: np.int64(s)} for s in am.COAL_MINING_YEARS]
+    size = applied.model.initial_point()[name].size
+    return [{name: np.array(c, dtype=np.int64)}
+            for c in itertools.product(range(n_values), repeat=size)]
+
+
+@functools.cache
+def _logp_functions(name: str) -> tuple:
+    """The discrete and the marginal model's compiled log densities (once per model)."""
+    applied, _ = MODELS[name]
+    return applied.model.compile_logp(mode=MODE), applied.marginal.compile_logp(mode=MODE)
+
+
+def _constrained_values(model, names: list[str]):
+    """Function of a point (value variables) giving the constrained values of ``names``."""
+    outs = model.replace_rvs_by_values([model[v] for v in names])
+    return model.compile_fn(outs, inputs=model.value_vars, mode=MODE,
+                            on_unused_input="ignore")
+
+
+def _random_points(applied: am.AppliedModel, n: int, seed: int) -> list[dict]:
+    """Random points of the marginal model's (unconstrained) value variables."""
+    rng = np.random.default_rng(seed)
+    start = applied.marginal.initial_point()
+    return [{k: v + rng.normal(0.0, 0.5, np.shape(v)) for k, v in start.items()}
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_marginal_is_the_discrete_model_summed_over_its_discrete_values(name):
+    applied, n_values = MODELS[name]
+    discrete_logp, marginal_logp = _logp_functions(name)
+    # the same continuous value variables: a point of one is a point of the other
+    continuous = set(applied.model.initial_point()) - set(applied.discrete)
+    assert continuous == set(applied.marginal.initial_point())
+    configurations = _configurations(applied, n_values)
+    for point in _random_points(applied, 2, seed=len(name)):
+        joint = [discrete_logp({**point, **c}) for c in configurations]
+        np.testing.assert_allclose(marginal_logp(point), logsumexp(joint), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_rao_blackwellised_summaries_are_the_enumerated_expectations(name):
+    applied, n_values = MODELS[name]
+    model = applied.model
+    discrete_logp, _ = _logp_functions(name)
+    constrained = _constrained_values(model, applied.continuous)
+    configurations = _configurations(applied, n_values)
+    for point in _random_points(applied, 2, seed=7):
+        logw = np.array([discrete_logp({**point, **c}) for c in configurations])
+        prob = np.exp(logw - logsumexp(logw))
+        values = constrained({**point, **configurations[0]})
+        draws = {v: np.asarray(x)[None, None] for v, x in zip(applied.continuous, values)}
+        expected = applied.marginal_summaries(draws)
+        assert set(expected) == set(applied.summaries)
+        for summary, fn in applied.summaries.items():
+            per_config = np.array([fn({k: v[None, None] for k, v in c.items()})[0, 0]
+                                   for c in configurations])
+            np.testing.assert_allclose(expected[summary][0, 0], prob @ per_config,
+                                       rtol=1e-9, atol=1e-9, err_msg=summary)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_numpyro_model_has_the_pymc_log_density(name):
+    pytest.importorskip("numpyro")
+    import jax
+    from numpyro.infer.util import log_density
+
+    # in double precision, as PyMC (the benchmark runs NumPyro at its default float32)
+    x64 = (lambda: jax.enable_x64(True)) if hasattr(jax, "enable_x64") else _experimental_x64
+
+    applied, n_values = MODELS[name]
+    model = applied.model
+    logp = model.compile_logp(jacobian=False, mode=MODE)
+    names = applied.continuous + applied.discrete
+    constrained = _constrained_values(model, names)
+    start = applied.start(1, 3)[0]
+    for point in _random_points(applied, 1, seed=11):
+        point = {**point, **start}
+        params = dict(zip(names, constrained(point)))
+        if applied.numpyro_start is not None:  # NumPyro's own discrete sites
+            params = {k: v for k, v in params.items() if k not in applied.discrete}
+            params.update(applied.numpyro_start(start))
+        with x64():
+            # one compilation of the whole density: faster than JAX's op-by-op dispatch
+            ours = jax.jit(lambda v: log_density(applied.numpyro_model(), (), {}, v)[0])(
+                params)
+        # 1e-6: PyMC computes the change point's uniform prior, -log(111), in float32
+        np.testing.assert_allclose(float(ours), logp(point), rtol=1e-9, atol=1e-6)
+
+
+def _experimental_x64():
+    """Older JAX: the context manager lives in ``jax.experimental``."""
+    from jax.experimental import enable_x64
+
+    return enable_x64()
+
+
+def test_full_size_settings_are_the_documented_ones():
+    occupancy = am.simulate_occupancy()
+    assert occupancy.shape == (200, 5)
+    captures = am.simulate_captures()
+    assert captures.shape == (300,) and 0 < (captures > 0).sum() <= 100
+    assert captures.max() <= 5
+    assert am.COAL_MINING_DISASTERS.size == am.COAL_MINING_YEARS.size == 111
+    assert np.isnan(am.COAL_MINING_DISASTERS).sum() == 2
+    assert np.nansum(am.COAL_MINING_DISASTERS) == 188
+
+
+def test_the_runner_measures_agreement_and_reports_a_failed_variant_as_a_row():
+    from benchmarks import run_applied as ra
+
+    applied, _ = MODELS["occupancy"]
+    rng = np.random.default_rng(0)
+    shape = (4, 500)
+
+    def run(variant: str, shift: float) -> ra.Run:
+        psi, p = 0.6 + 0.01 * rng.normal(size=shape), 0.3 + 0.01 * rng.normal(size=shape)
+        return ra.Run(variant, steps="x", draws=500, tune=500, chains=4, seconds=2.0,
+                      continuous={"psi": psi + shift, "p": p},
+                      summaries={"occupied": 3.0 + rng.normal(size=shape)})
+
+    reference, close, far = run(ra.MARGINAL, 0.0), run(ra.PMD_DEFAULT, 0.0), run(
+        ra.PYMC_DEFAULT, 0.01)
+    failed = ra.Run(ra.PMD_BEST, error="unsupported: TypeError: no")
+    rows = [ra.measure(r, reference) for r in (reference, close, far, failed)]
+    assert rows[1].deviation < 4.0 < rows[2].deviation and rows[2].deviation_at == "psi"
+    assert np.isnan(rows[0].deviation)  # the reference against itself: not measured
+    # ESS per second of the post-tuning draws: half of the 2 s
+    assert rows[1].ess_per_s == pytest.approx(rows[1].ess_min / 1.0)
+    table = ra.format_table(applied, rows)
+    assert "| pymc-discrete best | unsupported: TypeError: no |" in table
+    assert table.count("\n") == len(rows) + 1
+    assert "FAIL" in ra.bars(rows) or "pass" in ra.bars(rows)
