@@ -43,8 +43,10 @@ def test_examples_are_standalone(name):
 @pytest.mark.slow
 def test_iris_mixture_example_runs():
     iris = _load("iris_mixture")
+    # from PyMC's start (every label in one component), the default choice must find the
+    # species as well as long runs do (95% agreement at 1000 + 1000 draws)
     score = iris.main(draws=100, tune=100)
-    assert 1 / 3 <= score <= 1.0
+    assert score >= 0.9
     labels = np.array([0, 0, 1, 1, 2, 2])
     assert iris.agreement(labels, np.array([2, 2, 0, 0, 1, 1])) == 1.0
 
