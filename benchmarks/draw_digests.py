@@ -37,7 +37,9 @@ case and exits with status 1 if any case differs, failed or is missing. Options:
 
 ``--only SUBSTRING``
     Run only the cases whose name contains SUBSTRING (repeatable). ``--write`` then
-    writes just those cases.
+    replaces just those cases in an existing record (made with the same settings and
+    library versions) and keeps the others, so a deliberate change re-records only the
+    cases it changes.
 ``--cores N``
     Sample with N processes (default 1). The digests must not depend on it: comparing a
     ``--cores 2`` run against a ``--cores 1`` record checks reproducibility across cores.
@@ -409,6 +411,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.write is not None:
         results, bad = run_all(selected, args.cores)
+        if args.only and args.write.exists():
+            previous = json.loads(args.write.read_text())
+            same = (previous.get("format") == FORMAT and previous.get("settings") == SETTINGS
+                    and previous.get("environment", {}).get("versions") == env["versions"])
+            if not same:
+                raise SystemExit(f"{args.write} was recorded with other settings or library "
+                                 "versions: record every case (without --only)")
+            results = {**previous["cases"], **results}
         record = {
             "format": FORMAT,
             "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
