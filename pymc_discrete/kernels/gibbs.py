@@ -42,7 +42,8 @@ __all__ = [
     "blocked_gibbs_sweep",
 ]
 
-#: ``(x, sites of one colour) -> (logp at x, (n_c, K) table of d(i, v) of those sites)``
+#: ``(x, sites of one colour) -> (logp at x, (n_c, K) table of d(i, v) of those sites,
+#: whether the colouring was proven to hold in this evaluation)``
 ColourConditionals = Callable[[np.ndarray, int], tuple[float, np.ndarray]]
 
 
@@ -205,13 +206,17 @@ def blocked_gibbs_sweep(
     state : GibbsState
     rng : numpy.random.Generator
     conditionals : callable
-        ``(x, sites) -> (logp at x, (n_c, K) table of d(i, v))`` for the sites of one
-        colour (in that order), 0 at the current values and -inf at impossible ones.
+        ``(x, sites) -> (logp at x, (n_c, K) table of d(i, v), held)`` for the sites of
+        one colour (in that order), 0 at the current values and -inf at impossible ones;
+        ``held`` is False when something the proof of the colouring assumes did not hold
+        in this evaluation (a parameter check failed at one of its states): that colour's
+        draw is then corrected by Metropolis-Hastings.
     colour_sites : list of ndarray of int64
         The sites of every colour.
     exact : bool
-        Whether the colouring is proven: then every colour's draw is accepted without
-        a test; else each is corrected by Metropolis-Hastings.
+        Whether the colouring is proven: then every colour's draw whose evaluation
+        ``held`` is accepted without a test; else each is corrected by
+        Metropolis-Hastings.
 
     Returns
     -------
@@ -227,7 +232,7 @@ def blocked_gibbs_sweep(
 
     >>> import numpy as np
     >>> def conditionals(x, sites):
-    ...     return 0.0, np.zeros((sites.size, 2))
+    ...     return 0.0, np.zeros((sites.size, 2)), True
     >>> state = GibbsState(np.zeros(2, dtype=np.int64), 0.0)
     >>> new, info = blocked_gibbs_sweep(state, np.random.default_rng(0), conditionals,
     ...                                 [np.array([0, 1])], exact=True)
@@ -239,13 +244,13 @@ def blocked_gibbs_sweep(
     all_accepted = True
     n_proposed = 0
     for sites in colour_sites:
-        logp_x, table = conditionals(x, sites)
+        logp_x, table, held = conditionals(x, sites)
         current = x[sites]
         log_norm = log_normalisers(table)
         drawn = draw_from_conditionals(table, log_norm, rng.random(sites.size), current)
         changed = drawn != current
         n_changed = int(np.count_nonzero(changed))
-        if exact:
+        if exact and held:
             if n_changed:
                 x = x.copy()
                 x[sites] = drawn
@@ -261,7 +266,7 @@ def blocked_gibbs_sweep(
             continue
         y = x.copy()
         y[sites] = drawn
-        logp_y, table_y = conditionals(y, sites)
+        logp_y, table_y, _ = conditionals(y, sites)
         log_norm_y = log_normalisers(table_y)
         log_alpha = (
             logp_y - logp_x

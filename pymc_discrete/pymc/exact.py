@@ -38,7 +38,7 @@ from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.compile.mode import Mode
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import toposort, variable_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
@@ -156,6 +156,28 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
 # a rule on everything its inputs depend on. Being over-inclusive only costs set-up time
 # (more groups); missing a dependency would make the exact ratios wrong, so an op is only
 # given a precise rule when its elements provably copy or combine the listed elements.
+
+
+def _without_checks(vector: Variable, joined: Variable) -> tuple[Variable, Variable]:
+    """``vector`` with every parameter check that depends on the block replaced by the
+    value it guards, and a boolean scalar: whether all those checks hold.
+
+    A check (``CheckAndRaise``, e.g. PyMC's ``CheckParameterValue``) outputs its value
+    unchanged when its conditions hold and -inf (or raises) when one fails; its
+    conditions usually reduce over a whole parameter array, so read as dependencies they
+    would make every term depend on every site. Wherever the checks hold, the terms of
+    ``vector`` equal those of the check-free graph.
+    """
+    nodes = [node for node in toposort([vector]) if isinstance(node.op, CheckAndRaise)
+             and variable_depends_on(node.outputs[0], [joined])]
+    if not nodes:
+        return vector, pt.constant(True)
+    conditions = [pt.all(c) for node in nodes for c in node.inputs[1:]
+                  if variable_depends_on(c, [joined])]
+    replacements = {node.outputs[0]: node.inputs[0] for node in nodes}
+    unchecked = graph_replace(vector, replacements, strict=False)
+    held = pt.all(pt.stack(conditions)) if conditions else pt.constant(True)
+    return unchecked, held
 
 
 class Unanalysable(Exception):
@@ -686,11 +708,25 @@ class ExactRatios:
             vector = pt.concatenate([pt.cast(p, "float64").ravel() for p in pieces])
             [vector], joined = join_nonshared_inputs(point, [vector], value_vars, shared)
             self.n_sites = n_sites
+            # Parameter checks (0 <= p <= 1, sigma > 0) reduce over whole arrays: read as
+            # dependencies they couple every site with every term. A check only ever
+            # passes its value through or makes the log density -inf, so the structure is
+            # read off the graph without them, the terms of a state are the check-free
+            # ones where its checks hold and -inf where one fails, and a batch reports
+            # whether every check held at every state (``checks_held``).
+            unchecked, held = _without_checks(vector, joined)
+            if not getattr(model, "check_bounds", True):
+                held = pt.constant(True)  # the model asked for its checks to be dropped
             batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
-            batched = vectorize_graph(vector, replace={joined: batch})
+            terms_b, held_b = vectorize_graph([unchecked, held], replace={joined: batch})
+            # row by row: a check that fails at one state must not touch the others (the
+            # checked graph, vectorised, reduces its conditions over the whole batch)
+            held_b = pt.broadcast_to(held_b, (batch.shape[0],))
+            batched = [pt.switch(held_b[:, None], terms_b, -np.inf), held_b, terms_b]
             progress("compiling the batched terms")
             self._fn = pm_compile([batch], batched, **(compile_kwargs or {}))
             self._fn.trust_input = True
+            self.checks_held = True
             self._dtype = joined.type.dtype
             x0 = np.concatenate([np.ravel(point[v.name]) for v in value_vars]).astype(np.int64)
             if self.offsets is not None:
@@ -699,22 +735,30 @@ class ExactRatios:
             self.n_terms = int(self.batch_terms(x0[None, :]).shape[1])
             self._rows = max(1, MAX_BATCH_VALUES // max(1, self.n_terms))
             seconds["compile"] = time.perf_counter() - tick
-            self.structure = self._discover(vector, joined, x0, shared, seed, progress,
+            self.structure = self._discover(unchecked, joined, x0, shared, seed, progress,
                                             seconds)
         finally:
             seconds["total"] = progress.close()
         self.setup_report["seconds"] = seconds
 
-    def batch_terms(self, states: np.ndarray) -> np.ndarray:
-        """Terms at every row of ``states`` (site indices; chunked so memory stays bounded)."""
+    def batch_terms(self, states: np.ndarray, checked: bool = True) -> np.ndarray:
+        """Terms at every row of ``states`` (site indices; chunked so memory stays bounded):
+        all -inf at a state where a parameter check fails, or with ``checked=False`` the
+        check-free terms (what the structure is discovered from). Sets
+        :attr:`checks_held`: whether every check held at every row."""
         if self.offsets is not None:
             states = states + self.offsets
         states = np.ascontiguousarray(states, dtype=self._dtype)
+        out = 0 if checked else 2
         if states.shape[0] <= self._rows:
-            return self._fn(states)
-        return np.concatenate(
-            [self._fn(states[i : i + self._rows]) for i in range(0, states.shape[0], self._rows)]
-        )
+            parts = [self._fn(states)]
+        else:
+            parts = [self._fn(states[i : i + self._rows])
+                     for i in range(0, states.shape[0], self._rows)]
+        self.checks_held = all(bool(np.all(part[1])) for part in parts)
+        if len(parts) == 1:
+            return parts[0][out]
+        return np.concatenate([part[out] for part in parts])
 
     def _superset(self, vector, joined, x0, shared, progress, analysis) -> tuple:
         """The graph's dependency superset, or None and why not."""
@@ -746,7 +790,7 @@ class ExactRatios:
 
         def counted(states: np.ndarray) -> np.ndarray:
             rows[0] += states.shape[0]
-            return self.batch_terms(states)
+            return self.batch_terms(states, checked=False)
 
         rng = np.random.default_rng(seed)
         saved = {s: s.get_value() for s in shared.values()}
@@ -833,17 +877,44 @@ class ExactRatios:
         """Sum of the terms that depend on the block, at ``x``."""
         return float(self.batch_terms(np.asarray(x)[None, :])[0].sum())
 
-    def colour_conditionals(self, x: np.ndarray, sites: np.ndarray) -> tuple[float, np.ndarray]:
-        """``(logp at x, (n_c, K) table of d(i, v))`` for the sites of one colour, from one
-        batched evaluation at ``1 + K`` states
-        (:func:`~pymc_discrete.kernels.gibbs.colour_conditional_table`)."""
+    def colour_conditionals(self, x: np.ndarray,
+                            sites: np.ndarray) -> tuple[float, np.ndarray, bool]:
+        """``(logp at x, (n_c, K) table of d(i, v), checks held)`` for the sites of one
+        colour, from one batched evaluation at ``1 + K`` states
+        (:func:`~pymc_discrete.kernels.gibbs.colour_conditional_table`); the flag says
+        whether every parameter check held at those states (then the table is exact
+        under a colouring read off the check-free graph)."""
         ks = self._site_values
         k = int(ks.max())
         terms = self.batch_terms(colour_value_states(x, sites, ks, k))
+        if not self.checks_held:
+            # a check failed at a state that moved the whole colour: it may have been
+            # caused by another site than the one a ratio is for, so every ratio of the
+            # colour is taken one site at a time (exact, whatever the checks couple)
+            return self._site_by_site_conditionals(x, sites, ks, k)
         table = colour_conditional_table(
             terms, self.structure.site_ptr, self.structure.site_terms, sites, x, ks, k
         )
-        return float(terms[0].sum()), table
+        return float(terms[0].sum()), table, True
+
+    def _site_by_site_conditionals(self, x, sites, ks, k) -> tuple[float, np.ndarray, bool]:
+        """The colour's table from one state per site and value (the log density's change
+        summed over every term), flagged as not proven: sites whose moves a check couples
+        are not independent, so the caller corrects the joint draw."""
+        rows = [x]
+        for i in sites:
+            for v in range(k):
+                y = x.copy()
+                if v < ks[i]:
+                    y[i] = v
+                rows.append(y)
+        totals = self.batch_terms(np.array(rows)).sum(axis=1)
+        table = np.full((sites.size, k), -np.inf)
+        for j, i in enumerate(sites):
+            for v in range(int(ks[i])):
+                d = totals[1 + j * k + v] - totals[0]
+                table[j, v] = 0.0 if v == x[i] else (d if d > -np.inf else -np.inf)
+        return float(totals[0]), table, False
 
     @property
     def _site_values(self) -> np.ndarray:

@@ -130,3 +130,41 @@ def test_occupancy_indicators_match_the_summed_out_posterior():
         assert abs(got - want) < 4 * mcse, (name, got, want, mcse)
     # every detected site is occupied in every draw
     assert (idata.posterior["z"].values[..., detected] == 1).all()
+
+
+def test_a_parameter_check_that_fails_in_a_colour_is_corrected():
+    """``p = 0.2 + 0.5 z0 + 0.4 z1 + 0.1 z2`` leaves [0, 1] when z0 = z1 = 1, and PyMC's
+    check then makes the whole term -inf. The structure is read without the checks (they
+    would couple everything), so an evaluation where a check fails is flagged and that
+    colour's draw is corrected: the states with z0 = z1 = 1 are never visited and the
+    joint distribution is exact."""
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=5, initval=np.zeros(5, dtype=int))
+        pm.Bernoulli("y", 0.2 + 0.5 * z[0] + 0.4 * z[1] + 0.1 * z[2], observed=1)
+        pm.Potential("pair", 0.6 * z[3] * z[4] - 0.3 * z[2] * z[3])
+        step = pmd.BlockedGibbs([z])
+    assert step.proven and step._exact.setup_report["structure"] == "graph"
+    states, probs = enumerate_block(model, ["z"])
+    assert probs[(states[:, 0] == 1) & (states[:, 1] == 1)].sum() == 0.0
+    idata = _sample(model, step, draws=3000)
+    draws = idata.posterior["z"].values
+    assert not ((draws[..., 0] == 1) & (draws[..., 1] == 1)).any()
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
+
+
+def test_a_check_shared_by_the_terms_of_one_colour_keeps_every_state_reachable():
+    """One check guards a vector parameter whose elements depend on sites of one colour
+    (z0 and z2 share no term): the state moving the whole colour fails the check because
+    of z0 alone, which says nothing of z2. The colour's ratios are then taken site by
+    site, so z2 = 1 is still proposed, and the joint distribution is exact."""
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=3, initval=np.zeros(3, dtype=int))
+        p = pt.stack([0.3 + 0.8 * z[0], 0.3 + 0.5 * z[2]])
+        pm.Bernoulli("y", p, observed=np.array([1, 1]))
+        pm.Potential("tie", 0.4 * z[1] * z[0] - 0.7 * z[1] * z[2])
+        step = pmd.BlockedGibbs([z])
+    assert step.proven and step.n_colours == 2  # {z0, z2} and {z1}
+    states, probs = enumerate_block(model, ["z"])
+    assert probs[states[:, 0] == 1].sum() == 0.0 and probs[states[:, 2] == 1].sum() > 0.3
+    idata = _sample(model, step, draws=3000)
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
