@@ -1,6 +1,8 @@
 """Demo: sample the paper's 50x50 Ising model (Appendix D.2, configuration C2) with ALBP
-(one step per draw, and 8 steps per draw in the compiled loop), ARWM and PyMC's default
-BinaryGibbsMetropolis, print how they compare, save a plot.
+(one step per draw, and 8 steps per draw in the compiled loop), ARWM, BlockedGibbs (what
+``pmd.register()`` picks for a lattice: a whole sweep per draw in two batched
+evaluations) and PyMC's default BinaryGibbsMetropolis, print how they compare, save a
+plot.
 
 The samplers are measured as in every benchmark table (``benchmarks.harness.measure``),
 with ratios against BinaryGibbsMetropolis. Run with ``make demo``, i.e.
@@ -38,6 +40,9 @@ def main(side: int = 50, out: Path = OUT, draws: int = 2000, gibbs_draws: int = 
          lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=8, compiled_loop=True),
          max(draws // 8, 20), max(draws // 16, 10)),
         ("ARWM", lambda m: pmd.ARWM([m["x"]]), draws, draws // 2),
+        # what register() picks here: each draw a whole Gibbs sweep of the lattice
+        ("BlockedGibbs", lambda m: pmd.BlockedGibbs([m["x"]]), max(draws // 4, 20),
+         max(draws // 8, 10)),
         ("BinaryGibbsMetropolis", lambda m: pm.BinaryGibbsMetropolis([m["x"]]), gibbs_draws,
          gibbs_draws // 3),
     ]

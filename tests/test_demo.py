@@ -16,7 +16,7 @@ def test_ising_demo_runs_and_compares_the_samplers(tmp_path, capsys):
     assert out.stat().st_size > 0
     table = capsys.readouterr().out
     for label in ("ALBP (barker)", "ALBP (sqrt)", "ALBP (sqrt, 8 compiled steps per draw)",
-                  "ARWM", "BinaryGibbsMetropolis"):
+                  "ARWM", "BlockedGibbs", "BinaryGibbsMetropolis"):
         assert label in table
     assert "ESS/s logp vs BinaryGibbsMetropolis" in table  # the ratios to PyMC's default
     by_name = {r.sampler: r for r in rows}
