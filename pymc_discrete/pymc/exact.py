@@ -885,7 +885,7 @@ class ExactRatios:
         whether every parameter check held at those states (then the table is exact
         under a colouring read off the check-free graph)."""
         ks = self._site_values
-        k = int(ks.max())
+        k = self._max_values
         terms = self.batch_terms(colour_value_states(x, sites, ks, k))
         if not self.checks_held:
             # a check failed at a state that moved the whole colour: it may have been
@@ -918,9 +918,13 @@ class ExactRatios:
 
     @property
     def _site_values(self) -> np.ndarray:
-        if self.n_categories is None:
-            return np.full(self.n_sites, 2, dtype=np.int64)
-        return self.n_categories
+        values = getattr(self, "_site_values_cache", None)
+        if values is None:  # built once: it is read at every colour of every sweep
+            values = (np.full(self.n_sites, 2, dtype=np.int64) if self.n_categories is None
+                      else self.n_categories)
+            self._site_values_cache = values
+            self._max_values = int(values.max()) if values.size else 2
+        return values
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         s = self.structure
