@@ -35,6 +35,8 @@ import pytensor.tensor as pt
 from scipy.special import log_softmax
 
 import pymc_discrete as pmd
+from benchmarks.run_models import numpyro_mixture
+from examples.iris_mixture import mixture_parameters
 
 __all__ = [
     "AppliedModel",
@@ -160,20 +162,6 @@ def iris_standardised() -> np.ndarray:
     return (data - data.mean(0)) / data.std(0)
 
 
-def _mixture_parameters(k: int, d: int):
-    """Inside a model: the parameters of ``examples/iris_mixture.py`` (Dirichlet weights,
-    means ordered on their first coordinate against label switching, HalfNormal scales),
-    copied rather than imported so that the benchmark does not import the examples."""
-    w = pm.Dirichlet("w", np.ones(k))
-    first = pm.Normal("mu_first", 0.0, 2.0, shape=k,
-                      transform=pm.distributions.transforms.ordered,
-                      initval=np.linspace(-1.0, 1.0, k))
-    rest = pm.Normal("mu_rest", 0.0, 2.0, shape=(k, d - 1))
-    mu = pm.Deterministic("mu", pt.concatenate([first[:, None], rest], axis=1))
-    sigma = pm.HalfNormal("sigma", 1.0, shape=(k, d))
-    return w, mu, sigma
-
-
 def _mixture_log_resp(draws: Draws, data: np.ndarray) -> np.ndarray:
     """log P(z_i = k | w, mu, sigma, y), shape (n_draws, n, k), at every draw."""
     w, _ = _flatten_draws(draws["w"])
@@ -211,11 +199,11 @@ def gaussian_mixture(data: np.ndarray | None = None, k: int = 3) -> AppliedModel
     data = iris_standardised() if data is None else np.asarray(data, dtype=float)
     n, d = data.shape
     with pm.Model() as model:
-        w, mu, sigma = _mixture_parameters(k, d)
+        w, mu, sigma = mixture_parameters(k, d)
         z = pm.Categorical("z", w, shape=n)
         pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=data)
     with pm.Model() as marginal:
-        w, mu, sigma = _mixture_parameters(k, d)
+        w, mu, sigma = mixture_parameters(k, d)
         y = pt.as_tensor(data)[:, None, :]
         component = pm.logp(pm.Normal.dist(mu[None], sigma[None]), y).sum(-1) + pt.log(w)
         pm.Potential("mixture", pt.logsumexp(component, axis=1).sum())
@@ -240,33 +228,8 @@ def gaussian_mixture(data: np.ndarray | None = None, k: int = 3) -> AppliedModel
         model=model, marginal=marginal, continuous=["w", "mu_first", "mu_rest", "sigma"],
         discrete=["z"], summaries=summaries, marginal_summaries=marginal_summaries,
         headline=[f"n_{j}" for j in range(k)], best_steps=blocked_gibbs(["z"]), start=start,
-        numpyro_model=lambda: _numpyro_mixture(data, k),
+        numpyro_model=lambda: numpyro_mixture(data, k),
     )
-
-
-def _numpyro_mixture(data: np.ndarray, k: int) -> Callable:
-    """The mixture in NumPyro: the ordered first coordinate of the means has PyMC's
-    density (a Normal(0, 2) restricted to the ordered region), as in run_models.py."""
-    import jax.numpy as jnp
-    import numpyro
-    import numpyro.distributions as dist
-    from numpyro.distributions import constraints
-
-    y = jnp.asarray(data)
-    n, d = data.shape
-
-    def model():
-        w = numpyro.sample("w", dist.Dirichlet(jnp.ones(k)))
-        first = numpyro.sample("mu_first", dist.ImproperUniform(
-            constraints.ordered_vector, (), (k,)))
-        numpyro.factor("mu_first_prior", dist.Normal(0.0, 2.0).log_prob(first).sum())
-        rest = numpyro.sample("mu_rest", dist.Normal(0.0, 2.0).expand([k, d - 1]))
-        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0).expand([k, d]))
-        mu = jnp.concatenate([first[:, None], rest], axis=1)
-        z = numpyro.sample("z", dist.Categorical(probs=w).expand([n]))
-        numpyro.sample("y", dist.Normal(mu[z], sigma[z]).to_event(1), obs=y)
-
-    return model
 
 
 # --------------------------------------------------------------------------------------
