@@ -33,6 +33,7 @@ import numba
 import numpy as np
 
 from pymc_discrete.kernels.common import StepInfo, acceptance_probability
+from pymc_discrete.kernels.structure import site_term_change
 
 __all__ = [
     "GibbsState",
@@ -123,10 +124,7 @@ def colour_conditional_table(terms: np.ndarray, site_ptr: np.ndarray,
             if v == x[i]:
                 out[j, v] = 0.0
                 continue
-            total = 0.0
-            for p in range(site_ptr[i], site_ptr[i + 1]):
-                t = site_terms[p]
-                total += terms[1 + v, t] - terms[0, t]
+            total = site_term_change(terms, 1 + v, site_ptr, site_terms, i)
             if total > -np.inf:  # NaN and -inf: the value is impossible
                 out[j, v] = total
     return out

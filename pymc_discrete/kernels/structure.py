@@ -656,6 +656,18 @@ def colour_states(x: np.ndarray, structure: TermStructure) -> np.ndarray:
 
 
 @numba.njit(cache=True)
+def site_term_change(terms: np.ndarray, row: int, site_ptr: np.ndarray,
+                     site_terms: np.ndarray, i: int) -> float:
+    """Change of site i's terms between row 0 of ``terms`` and ``row``: the exact
+    log-ratio of site i's move in that row, when no other site moved there touches them."""
+    total = 0.0
+    for p in range(site_ptr[i], site_ptr[i + 1]):
+        k = site_terms[p]
+        total += terms[row, k] - terms[0, k]
+    return total
+
+
+@numba.njit(cache=True)
 def colour_ratios(
     terms: np.ndarray, site_ptr: np.ndarray, site_terms: np.ndarray, colour: np.ndarray
 ) -> np.ndarray:
@@ -676,12 +688,7 @@ def colour_ratios(
     n = colour.size
     out = np.zeros(n)
     for i in range(n):
-        row = colour[i] + 1
-        total = 0.0
-        for p in range(site_ptr[i], site_ptr[i + 1]):
-            k = site_terms[p]
-            total += terms[row, k] - terms[0, k]
-        out[i] = total
+        out[i] = site_term_change(terms, colour[i] + 1, site_ptr, site_terms, i)
     return out
 
 
@@ -728,10 +735,5 @@ def categorical_colour_ratios(
             if v == x[i]:
                 out[i, v] = np.nan
                 continue
-            row = 1 + colour[i] * k + v
-            total = 0.0
-            for p in range(site_ptr[i], site_ptr[i + 1]):
-                t = site_terms[p]
-                total += terms[row, t] - terms[0, t]
-            out[i, v] = total
+            out[i, v] = site_term_change(terms, 1 + colour[i] * k + v, site_ptr, site_terms, i)
     return out

@@ -109,7 +109,7 @@ class SiteBlockStep(ArrayStepShared):
         self._counts = support.counts
         self._categorical = support.categorical
         #: whether every variable is Bernoulli (the binary fast path)
-        self.is_binary = not any(support.categorical) and not support.finite_integer
+        self.is_binary = support.is_binary
         #: whether a variable has no continuous relaxation (DiscreteUniform, Binomial, ...)
         self.has_finite_integers = support.finite_integer
         #: the model's log density at the point the step was built at (NaN when it is

@@ -112,16 +112,15 @@ def recommend(vars=None, model=None, initial_point=None,
     >>> with pm.Model():
     ...     p = pm.Beta("p", 1, 1)
     ...     z = pm.Bernoulli("z", p, shape=50)
-    ...     choice = pmd.recommend([z])  # doctest: +SKIP
-    >>> choice.step.__name__, choice.n_colours  # doctest: +SKIP
+    ...     choice = pmd.recommend([z])
+    >>> choice.step.__name__, choice.n_colours
     ('BlockedGibbs', 1)
     """
     model = modelcontext(model)
     value_vars, initial_point, support = _block(vars, model, initial_point)
     names = ", ".join(v.name for v in value_vars)
     n_sites = int(support.n_values.size)
-    binary = not any(support.categorical) and not support.finite_integer
-    n_categories = None if binary else support.n_values
+    n_categories = None if support.is_binary else support.n_values
     shared = make_shared_replacements(initial_point, value_vars, model)
     try:
         exact = ExactRatios(model, value_vars, initial_point, shared, compile_kwargs,

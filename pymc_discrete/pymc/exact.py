@@ -722,12 +722,15 @@ class ExactRatios:
             # row by row: a check that fails at one state must not touch the others (the
             # checked graph, vectorised, reduces its conditions over the whole batch)
             held_b = pt.broadcast_to(held_b, (batch.shape[0],))
-            batched = [pt.switch(held_b[:, None], terms_b, -np.inf), held_b, terms_b]
             progress("compiling the batched terms")
-            self._fn = pm_compile([batch], batched, **(compile_kwargs or {}))
+            self._fn = pm_compile([batch], [terms_b, held_b], **(compile_kwargs or {}))
             self._fn.trust_input = True
             self.checks_held = True
             self._dtype = joined.type.dtype
+            # the values of every site, read at every colour of every sweep
+            self._site_values = (np.full(n_sites, 2, dtype=np.int64)
+                                 if self.n_categories is None else self.n_categories)
+            self._max_values = int(self._site_values.max()) if n_sites else 2
             x0 = np.concatenate([np.ravel(point[v.name]) for v in value_vars]).astype(np.int64)
             if self.offsets is not None:
                 x0 = x0 - self.offsets
@@ -749,16 +752,17 @@ class ExactRatios:
         if self.offsets is not None:
             states = states + self.offsets
         states = np.ascontiguousarray(states, dtype=self._dtype)
-        out = 0 if checked else 2
         if states.shape[0] <= self._rows:
-            parts = [self._fn(states)]
+            terms, held = self._fn(states)
         else:
             parts = [self._fn(states[i : i + self._rows])
                      for i in range(0, states.shape[0], self._rows)]
-        self.checks_held = all(bool(np.all(part[1])) for part in parts)
-        if len(parts) == 1:
-            return parts[0][out]
-        return np.concatenate([part[out] for part in parts])
+            terms = np.concatenate([part[0] for part in parts])
+            held = np.concatenate([part[1] for part in parts])
+        self.checks_held = bool(held.all())
+        if checked and not self.checks_held:
+            terms[~held] = -np.inf  # a fresh output array of the compiled function
+        return terms
 
     def _superset(self, vector, joined, x0, shared, progress, analysis) -> tuple:
         """The graph's dependency superset, or None and why not."""
@@ -915,16 +919,6 @@ class ExactRatios:
                 d = totals[1 + j * k + v] - totals[0]
                 table[j, v] = 0.0 if v == x[i] else (d if d > -np.inf else -np.inf)
         return float(totals[0]), table, False
-
-    @property
-    def _site_values(self) -> np.ndarray:
-        values = getattr(self, "_site_values_cache", None)
-        if values is None:  # built once: it is read at every colour of every sweep
-            values = (np.full(self.n_sites, 2, dtype=np.int64) if self.n_categories is None
-                      else self.n_categories)
-            self._site_values_cache = values
-            self._max_values = int(values.max()) if values.size else 2
-        return values
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         s = self.structure

@@ -99,15 +99,8 @@ class InformedStep(SiteBlockStep):
         rng = np.random.default_rng(0)
         trials = []
         try:
-            # the continuous variables at their initial values and at random values
-            # around them (initial values are often atypical: coefficients at 0, cluster
-            # means on top of each other, where every estimate looks good)
             for perturb in (False, True):
-                for name, shared in self.shared.items():
-                    value = np.asarray(self._initial_point[name])
-                    if perturb and np.issubdtype(value.dtype, np.floating):
-                        value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
-                    shared.set_value(value)
+                self._set_other_variables(perturb, rng)
                 start, _ = blocked_gibbs_sweep(
                     GibbsState(x0, 0.0), rng, exact.colour_conditionals,
                     exact.colour_sites(), exact=True,
@@ -115,8 +108,7 @@ class InformedStep(SiteBlockStep):
                 trials.append((self._trial_acceptance(gradient, "gradient", start.x),
                                self._trial_acceptance(exact, "exact", start.x), start.x))
         finally:
-            for name, shared in self.shared.items():
-                shared.set_value(self._initial_point[name])
+            self._set_other_variables(False, rng)
         x1 = trials[0][2]
         cost = _seconds_per_call(exact, x1) / max(_seconds_per_call(gradient, x1), 1e-9)
         # the setting where the gradient does worst against exact ratios decides
@@ -157,6 +149,17 @@ class InformedStep(SiteBlockStep):
             return total / self.AUTO_TRIAL_STEPS
         finally:
             self._logp_and_ratios, self.proposal, self.rng = saved
+
+    def _set_other_variables(self, perturb: bool, rng: np.random.Generator) -> None:
+        """Put the model's other variables at their initial values, or (``perturb``) their
+        continuous ones at standard normal offsets from them: initial values are often
+        atypical (coefficients at 0, cluster means on top of each other), where a
+        first-order estimate can look exact or good."""
+        for name, shared in self.shared.items():
+            value = np.asarray(self._initial_point[name])
+            if perturb and np.issubdtype(value.dtype, np.floating):
+                value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
+            shared.set_value(value)
 
     def _compile_exact_ratios(self) -> None:
         self._logp_and_ratios = ExactRatios(
@@ -219,11 +222,7 @@ class InformedStep(SiteBlockStep):
             sites = np.sort(rng.choice(x0.size, max_sites, replace=False))
         try:
             for perturb in (False, True):
-                for name, s in self.shared.items():
-                    value = np.asarray(point[name])
-                    if perturb and np.issubdtype(value.dtype, np.floating):
-                        value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
-                    s.set_value(value)
+                self._set_other_variables(perturb, rng)
                 logp0, ratios = self._logp_and_ratios(x0)
                 if not np.isfinite(logp0):
                     return False  # no point of positive probability to compare at
@@ -242,8 +241,7 @@ class InformedStep(SiteBlockStep):
                             return False
             return True
         finally:
-            for name, s in self.shared.items():
-                s.set_value(point[name])
+            self._set_other_variables(False, rng)
 
     def _stuck_advice(self) -> str | None:
         if self.proposal == "gradient" and not self.ratios_are_exact:

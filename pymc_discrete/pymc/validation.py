@@ -145,6 +145,11 @@ class BlockSupport(NamedTuple):
     categorical: list
     finite_integer: bool
 
+    @property
+    def is_binary(self) -> bool:
+        """Whether every variable is Bernoulli (the kernels' binary fast path)."""
+        return not any(self.categorical) and not self.finite_integer
+
 
 def _constant_parameter(model, rv, param, what: str, point) -> np.ndarray:
     """The value of a distribution parameter that must not depend on a free variable."""
@@ -202,6 +207,7 @@ def check_discrete_block(
         For a variable with a single value, or with more than :data:`MAX_VALUES`.
     """
     counts, offsets, n_values, categorical = [], [], [], []
+    finite_integer = False
     for value in value_vars:
         rv = model.values_to_rvs[value]
         op = getattr(rv.owner, "op", None)
@@ -225,6 +231,7 @@ def check_discrete_block(
             lower, ks = np.zeros(size, np.int64), np.full(size, k, np.int64)
         elif isinstance(op, FINITE_INTEGER_OPS):
             lower, ks = (a.ravel() for a in _finite_support(model, rv, point))
+            finite_integer = True
         else:
             raise TypeError(
                 f"{step_name} samples variables with a finite set of values (Bernoulli, "
@@ -246,10 +253,6 @@ def check_discrete_block(
         counts.append(k)
         offsets.append(lower)
         n_values.append(ks)
-    finite_integer = any(
-        not isinstance(model.values_to_rvs[v].owner.op, BernoulliRV | CategoricalRV)
-        for v in value_vars
-    )
     return BlockSupport(
         counts,
         np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
