@@ -288,6 +288,10 @@ def run_numpyro(applied: AppliedModel, *, draws: int, tune: int, chains: int,
         jax.block_until_ready(mcmc.get_samples())
         return mcmc, time.perf_counter() - began
 
+    mismatch = numpyro_density_mismatch(applied, seed)
+    if mismatch is not None:
+        run.error = mismatch
+        return run
     try:
         # MCMC.run initialises, traces and compiles the kernel again for every chain
         # (NumPyro 0.22: 3-20 s a chain on these models, whatever the number of
@@ -318,6 +322,36 @@ def run_numpyro(applied: AppliedModel, *, draws: int, tune: int, chains: int,
     run.summaries = {k: fn(samples) for k, fn in applied.summaries.items()}
     print(f"    {run.seconds:.1f} s", flush=True)
     return run
+
+
+def numpyro_density_mismatch(applied: AppliedModel, seed: int) -> str | None:
+    """None if the NumPyro model has the PyMC model's log density (in float64, within
+    1e-6: PyMC computes some constants in float32) at a point of the PyMC model near its
+    initial point with the first chain's discrete start; else what differs. Run before
+    every NumPyro measurement, so a table never compares two different models."""
+    import jax
+    from numpyro.infer.util import log_density
+
+    model = applied.model
+    names = applied.continuous + applied.discrete
+    rng = np.random.default_rng(seed)
+    start = applied.start(1, seed)[0]
+    point = {k: (v + rng.normal(0.0, 0.5, np.shape(v)) if k not in start else v)
+             for k, v in model.initial_point().items()}
+    point.update(start)
+    constrained = model.compile_fn(model.replace_rvs_by_values([model[v] for v in names]),
+                                   inputs=model.value_vars, on_unused_input="ignore")
+    params = dict(zip(names, constrained(point)))
+    if applied.numpyro_start is not None:  # NumPyro's own discrete sites
+        params = {k: v for k, v in params.items() if k not in applied.discrete}
+        params.update(applied.numpyro_start(start))
+    with jax.enable_x64(True):
+        ours = float(jax.jit(lambda v: log_density(applied.numpyro_model(), (), {}, v)[0])(
+            params))
+    theirs = float(model.compile_logp(jacobian=False)(point))
+    if np.isclose(ours, theirs, rtol=1e-9, atol=1e-6):
+        return None
+    return f"failed: NumPyro's log density {ours!r} differs from PyMC's {theirs!r}"
 
 
 def _jax_compilation_cache() -> None:
