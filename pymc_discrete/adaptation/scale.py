@@ -12,6 +12,7 @@ flat, or rising as on parity-like targets) the geometric mean of those iterates 
 
 from __future__ import annotations
 
+import copy
 import math
 
 from pymc_discrete.adaptation.dual_averaging import (
@@ -116,6 +117,31 @@ class ScaleAdapter:
             self._late_max = max(self._late_max, used)
         if self.n_tune is not None and self._state.step >= self.n_tune:
             self.stop()
+
+    def snapshot(self) -> dict:
+        """Everything the tuner holds (settings, scale, averages), as a deep copy.
+
+        :meth:`restore` puts a snapshot back, so that a chain can be saved and resumed
+        exactly where its tuning was (or with the scale it froze).
+
+        Examples
+        --------
+        >>> tuner = ScaleAdapter(0.574, 1.0, 1.0, 800.0)
+        >>> tuner.start(n_tune=10); tuner.update(1.0)
+        >>> saved = tuner.snapshot()
+        >>> tuner.update(1.0)
+        >>> tuner.restore(saved); tuner.snapshot() == saved
+        True
+        """
+        return copy.deepcopy(vars(self))
+
+    def restore(self, snapshot: dict) -> None:
+        """Put back what :meth:`snapshot` returned (a deep copy of it)."""
+        unknown = set(snapshot) - set(vars(self))
+        if unknown:
+            raise ValueError(f"not a snapshot of a ScaleAdapter: unknown fields {sorted(unknown)}")
+        for name, value in copy.deepcopy(snapshot).items():
+            setattr(self, name, value)
 
     @property
     def late_acceptance(self) -> float:
