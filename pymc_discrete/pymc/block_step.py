@@ -60,6 +60,9 @@ STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
     "scaling": (np.float64, []),
     "jump_distance": (np.int64, []),
     "n_proposed": (np.int64, []),
+    # the acceptance rate the scale is tuned toward (NaN for a step that tunes nothing),
+    # so that a trace alone says what tuning aimed at (pmd.plot_tuning marks it)
+    "target_accept": (np.float64, []),
 }
 
 
@@ -258,6 +261,11 @@ class SiteBlockStep(ArrayStepShared):
         return None if self._n_tune is None else self._n_tune * self.steps_per_draw
 
     @property
+    def _target_stat(self) -> float:
+        """The ``target_accept`` stat: the tuner's target (NaN if the scale is fixed)."""
+        return self.target_accept if self.adapter.adapt else float("nan")
+
+    @property
     def scale(self) -> float:
         """Current scale R (real-valued; each draw rounds it probabilistically)."""
         return self.adapter.scale
@@ -282,7 +290,7 @@ class SiteBlockStep(ArrayStepShared):
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
         if self.n_sites == 0:  # an empty variable: nothing to sample
             stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
-                     "jump_distance": 0, "n_proposed": 0}
+                     "jump_distance": 0, "n_proposed": 0, "target_accept": self._target_stat}
             return q0, [stats]
         x = np.asarray(q0.data, dtype=np.int64)
         if self._offset:
@@ -312,6 +320,7 @@ class SiteBlockStep(ArrayStepShared):
             "scaling": float(scale),
             "jump_distance": int(np.count_nonzero(state.x != start)),
             "n_proposed": int(info.n_proposed.sum()),
+            "target_accept": self._target_stat,
         }
         values = state.x + self.offsets if self._offset else state.x
         return RaveledVars(values.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]

@@ -112,7 +112,7 @@ def test_sampler_stats_and_path_lengths(coupled_model):
     idata = _sample(coupled_model, step, draws=300, tune=50)
     stats = idata.sample_stats
     expected = {"accept": "float64", "accepted": "float64", "scaling": "float64",
-                "jump_distance": "int64", "n_proposed": "int64"}
+                "jump_distance": "int64", "n_proposed": "int64", "target_accept": "float64"}
     for name, dtype in expected.items():
         assert stats[name].dtype == np.dtype(dtype), name
     assert np.all(stats["scaling"].values == 2.0)

@@ -80,13 +80,14 @@ def test_sampler_stats_have_the_contract_names_and_dtypes(coupled_model):
                     draws=50, tune=50)
     stats = idata.sample_stats
     expected = {"accept": "float64", "accepted": "float64", "scaling": "float64",
-                "jump_distance": "int64", "n_proposed": "int64"}
+                "jump_distance": "int64", "n_proposed": "int64", "target_accept": "float64"}
     for name, dtype in expected.items():
         assert stats[name].dtype == np.dtype(dtype), name
         assert stats[name].shape == (2, 50)
     accept = stats["accept"].values
     assert np.all((0 <= accept) & (accept <= 1))
     assert set(np.unique(stats["accepted"].values)) <= {0.0, 1.0}
+    assert np.all(stats["target_accept"].values == 0.574)
     jumps = stats["jump_distance"].values
     np.testing.assert_array_equal(jumps, np.where(stats["accepted"].values == 1,
                                                   stats["n_proposed"].values, 0))
