@@ -20,6 +20,7 @@ from pymc_discrete.pymc import (
     register,
     unregister,
 )
+from pymc_discrete.plots import plot_moves, plot_tuning
 from pymc_discrete.samcmc import SAMCMC
 
 __version__ = "0.1.0"
@@ -35,6 +36,8 @@ __all__ = [
     "SAMCMC",
     "TuningWarning",
     "is_registered",
+    "plot_moves",
+    "plot_tuning",
     "recommend",
     "register",
     "unregister",

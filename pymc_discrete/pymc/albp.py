@@ -10,6 +10,7 @@ from pymc_discrete.kernels.albp_loop import (
     init_compiled_lb_state,
     specialise_albp_loop,
 )
+from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.informed_step import InformedStep
 from pymc_discrete.pymc.validation import check_bool
 
@@ -80,6 +81,9 @@ class ALBP(InformedStep):
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
+    exact_ratios : ExactRatios, optional
+        Exact ratios already compiled for this block (as :func:`~pymc_discrete.recommend`
+        returns them), used instead of compiling them again.
 
     Attributes
     ----------
@@ -101,6 +105,10 @@ class ALBP(InformedStep):
     Sampler statistics per draw: ``accept`` (M-H acceptance probability), ``accepted``
     (1.0 or 0.0), ``scaling`` (R used), ``jump_distance`` (sites changed) and
     ``n_proposed`` (sites proposed).
+    Every step also reports ``target_accept`` (what the scale is tuned toward, NaN if
+    nothing is tuned) and, for PyMC's progress bar, ``mean_accept`` and ``mean_jump``
+    (running means over the draws of the phase, tuning then sampling) and ``stalled``
+    (consecutive draws that left the block unchanged; the bar turns red at 100).
 
     Examples
     --------
@@ -129,8 +137,10 @@ class ALBP(InformedStep):
         compile_kwargs: dict | None = None,
         rng=None,
         blocked: bool = True,
+        exact_ratios: ExactRatios | None = None,
     ) -> None:
         self._choose_proposal(weight, proposal)
+        self._exact_source = exact_ratios
         compiled_loop = check_bool("compiled_loop", compiled_loop)
         if compiled_loop and self.proposal == "exact":
             raise ValueError("compiled_loop=True needs the gradient proposal")
@@ -148,6 +158,7 @@ class ALBP(InformedStep):
             compile_kwargs=compile_kwargs,
             rng=rng,
             blocked=blocked,
+            shared=None if exact_ratios is None else exact_ratios.shared,
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:

@@ -12,6 +12,7 @@ multi-step loop); the steps driven by local ratios go through
 from __future__ import annotations
 
 import warnings
+from dataclasses import field
 
 import numpy as np
 from pymc.blocking import RaveledVars, StatsType
@@ -19,6 +20,9 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
+from pymc.step_methods.state import WithSamplingState, dataclass_state
+from rich.progress import TextColumn
+from rich.table import Column
 
 from pymc_discrete.adaptation import ScaleAdapter
 from pymc_discrete.kernels.common import StepsInfo
@@ -32,7 +36,7 @@ from pymc_discrete.pymc.validation import (
     check_unit_interval,
 )
 
-__all__ = ["STATS_DTYPES_SHAPES", "SiteBlockStep", "max_scale"]
+__all__ = ["STATS_DTYPES_SHAPES", "SiteBlockStep", "SiteBlockStepState", "max_scale"]
 
 
 def max_scale(n_sites: int) -> float:
@@ -63,7 +67,42 @@ STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
     # the acceptance rate the scale is tuned toward (NaN for a step that tunes nothing),
     # so that a trace alone says what tuning aimed at (pmd.plot_tuning marks it)
     "target_accept": (np.float64, []),
+    # running means over the draws of the current phase (tuning, then sampling) and the
+    # number of consecutive draws that left the block unchanged: what the progress bar
+    # shows, kept in the trace as NUTS keeps its running count of divergences
+    "mean_accept": (np.float64, []),
+    "mean_jump": (np.float64, []),
+    "stalled": (np.int64, []),
 }
+
+#: the progress bar marks a chain as failing once this many consecutive draws left its
+#: block unchanged (at acceptance 0.234, 100 draws without a move have probability
+#: 3e-12; a chain that accepts nearly nothing, or a block pinned by its data, gets there)
+STALLED_DRAWS_FAILING = 100
+
+
+@dataclass_state
+class SiteBlockStepState(StepMethodState):
+    """What a chain of a :class:`SiteBlockStep` carries from draw to draw, as PyMC's
+    ``sampling_state``: the scale's tuner (its scale and averages), the tuning record
+    that decides whether a chain never moved, and the progress bar's running means.
+
+    The settings are frozen fields: a state only goes back into a step built with the
+    same variables, target and steps per draw.
+    """
+
+    tune: bool
+    _n_tune: int | None
+    _tuner: dict
+    _tune_steps: int
+    _tune_moves: int
+    _tune_accept_sum: float
+    _phase_draws: int
+    _phase_accept_sum: float
+    _phase_jump_sum: float
+    _stalled: int
+    target_accept: float = field(metadata={"frozen": True})
+    steps_per_draw: int = field(metadata={"frozen": True})
 
 
 class SiteBlockStep(ArrayStepShared):
@@ -77,7 +116,7 @@ class SiteBlockStep(ArrayStepShared):
     stats_dtypes_shapes = STATS_DTYPES_SHAPES
     #: name of the constructor argument that sets the initial scale (for error messages)
     _scale_parameter = "initial_scale"
-    _state_class = StepMethodState
+    _state_class = SiteBlockStepState
 
     def __init__(
         self,
@@ -123,6 +162,8 @@ class SiteBlockStep(ArrayStepShared):
         )
         self.tune = True
         self._n_tune: int | None = None
+        self._reset_tuning_record()
+        self._reset_progress()
         self._state = None
         self._shared_seen: list[np.ndarray] | None = None
         if shared is None:  # else: those of a structure already compiled for this block
@@ -175,25 +216,67 @@ class SiteBlockStep(ArrayStepShared):
 
     # ---- lifecycle -------------------------------------------------------------------
     def setup_chain(self, rng, tune: int, draws: int) -> None:
-        """Start a chain: new generator, tuning restarted for ``tune`` draws."""
+        """Start a chain: new generator, tuning restarted for ``tune`` draws.
+
+        A chain with ``tune=0`` samples at the step's current scale: the initial scale of
+        a new step, or the scale a restored ``sampling_state`` froze (to resume a run).
+        """
         super().setup_chain(rng, tune, draws)
         self._n_tune = int(tune)
         self.tune = tune > 0
-        self.adapter.start(self._tuning_updates())
+        self._start_tuner()
         self._reset_tuning_record()
+        self._reset_progress()
         self._state = None
 
     def reset_tuning(self) -> None:
-        """Restart the adaptation of the scale (PyMC calls this at the start of a chain)."""
-        self.adapter.start(self._tuning_updates())
+        """Restart the adaptation of the scale from its initial value (PyMC calls this at
+        the start of every chain); a chain without tuning keeps the current scale."""
+        self._start_tuner()
         self._reset_tuning_record()
-        if self._n_tune is not None and self._n_tune == 0:
-            self.tune = False
+        self._reset_progress()
+        self.tune = self._n_tune != 0
+
+    def _start_tuner(self) -> None:
+        if self._n_tune == 0:
+            if self.adapter.tuning:  # e.g. a state saved in the middle of tuning
+                self.adapter.stop()
+            return
+        self.adapter.start(self._tuning_updates())
+
+    @property
+    def _tuner(self) -> dict:
+        """The tuner's whole state (for ``sampling_state``)."""
+        return self.adapter.snapshot()
+
+    @_tuner.setter
+    def _tuner(self, snapshot: dict) -> None:
+        self.adapter.restore(snapshot)
+
+    @property
+    def sampling_state(self) -> SiteBlockStepState:
+        """The chain's state as PyMC saves it (``pm.sample`` restores it before every
+        sequential chain; a ``ZarrTrace`` stores it at the end of each chain)."""
+        return WithSamplingState.sampling_state.fget(self)
+
+    @sampling_state.setter
+    def sampling_state(self, state: SiteBlockStepState) -> None:
+        WithSamplingState.sampling_state.fset(self, state)
+        # what was computed from the old point is recomputed at the next draw
+        self._state = None
+        self._shared_seen = None
 
     def _reset_tuning_record(self) -> None:
         self._tune_steps = 0  # M-H steps of this chain's tuning
         self._tune_moves = 0  # of which accepted moves (stays excluded)
         self._tune_accept_sum = 0.0  # their acceptance probabilities (stays excluded)
+
+    def _reset_progress(self) -> None:
+        """Restart the running means of the progress bar (a new chain or phase)."""
+        self._phase_draws = 0
+        self._phase_accept_sum = 0.0
+        self._phase_jump_sum = 0.0
+        self._stalled = 0
 
     #: a chain is stuck when it accepted no move in at least ``_FROZEN_AFTER`` tuning
     #: steps whose acceptance probabilities add up to less than this: it could not
@@ -212,6 +295,7 @@ class SiteBlockStep(ArrayStepShared):
         warn if the target acceptance was out of reach."""
         self.adapter.stop()
         self.tune = False
+        self._reset_progress()
         self._refuse_a_frozen_chain()
         advice = self._stuck_advice()
         if advice is not None and self.adapter.adapt and self.adapter.stuck_below_target():
@@ -291,7 +375,7 @@ class SiteBlockStep(ArrayStepShared):
         if self.n_sites == 0:  # an empty variable: nothing to sample
             stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
                      "jump_distance": 0, "n_proposed": 0, "target_accept": self._target_stat}
-            return q0, [stats]
+            return q0, [self._with_progress(stats, moved=True)]
         x = np.asarray(q0.data, dtype=np.int64)
         if self._offset:
             x = x - self.offsets
@@ -322,8 +406,50 @@ class SiteBlockStep(ArrayStepShared):
             "n_proposed": int(info.n_proposed.sum()),
             "target_accept": self._target_stat,
         }
+        stats = self._with_progress(stats, moved=stats["jump_distance"] > 0)
         values = state.x + self.offsets if self._offset else state.x
         return RaveledVars(values.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+
+    def _with_progress(self, stats: dict, moved: bool) -> dict:
+        """Add the running means of the phase and the stall count to a draw's stats."""
+        self._phase_draws += 1
+        self._phase_accept_sum += stats["accept"]
+        self._phase_jump_sum += stats["jump_distance"]
+        self._stalled = 0 if moved else self._stalled + 1
+        stats["mean_accept"] = self._phase_accept_sum / self._phase_draws
+        stats["mean_jump"] = self._phase_jump_sum / self._phase_draws
+        stats["stalled"] = self._stalled
+        return stats
+
+    # ---- progress bar ----------------------------------------------------------------
+    @staticmethod
+    def _progressbar_config(n_chains: int = 1) -> tuple[list, dict]:
+        """Columns of PyMC's progress bar: the chain's mean acceptance, scale and mean
+        jump distance over the current phase (tuning, then sampling)."""
+        columns = [
+            TextColumn("{task.fields[pmd_accept]:0.2f}",
+                       table_column=Column("Accept", ratio=1)),
+            TextColumn("{task.fields[pmd_scale]:0.3g}", table_column=Column("Scale", ratio=1)),
+            TextColumn("{task.fields[pmd_jump]:0.3g}",
+                       table_column=Column("Jump", ratio=1)),
+        ]
+        stats = {name: [0.0] * n_chains for name in ("pmd_accept", "pmd_scale", "pmd_jump")}
+        return columns, stats
+
+    @staticmethod
+    def _make_progressbar_update_functions() -> tuple:
+        """The draw's stats -> the bar's fields; ``failing`` (a red bar) once the block
+        went :data:`STALLED_DRAWS_FAILING` draws without changing."""
+
+        def update_stats(stats: dict) -> dict:
+            return {
+                "pmd_accept": stats["mean_accept"],
+                "pmd_scale": stats["scaling"],
+                "pmd_jump": stats["mean_jump"],
+                "failing": stats["stalled"] >= STALLED_DRAWS_FAILING,
+            }
+
+        return (update_stats,)
 
     def _record_tuning(self, info: StepsInfo) -> None:
         """Count the tuning steps and accepted moves (for :meth:`_refuse_a_frozen_chain`)."""

@@ -168,15 +168,17 @@ class AutoStep(BlockedStep):
                 **kwargs):
         model = modelcontext(model)
         choice = recommend(vars, model, initial_point, compile_kwargs)
-        _log.info("pymc_discrete chose %s: %s.", choice.step.__name__, choice.reason)
-        if choice.step is BlockedGibbs:
-            step = BlockedGibbs(vars, model=model, initial_point=initial_point,
-                                compile_kwargs=compile_kwargs,
-                                exact_ratios=choice.exact_ratios, **kwargs)
-        else:
-            step = ALBP(vars, model=model, initial_point=initial_point,
-                        compile_kwargs=compile_kwargs, **kwargs)
+        step = choice.step(vars, model=model, initial_point=initial_point,
+                           compile_kwargs=compile_kwargs, exact_ratios=choice.exact_ratios,
+                           **kwargs)
         step.choice_reason = choice.reason
+        names = ", ".join(step.var_names)
+        if isinstance(step, ALBP):
+            _log.info("pymc_discrete chose ALBP(proposal=%r) for [%s]: %s; %s.", step.proposal,
+                      names, choice.reason, step.proposal_reason)
+        else:
+            _log.info("pymc_discrete chose %s for [%s]: %s.", type(step).__name__, names,
+                      choice.reason)
         return step
 
     @classmethod

@@ -61,6 +61,10 @@ class BlockedGibbs(SiteBlockStep):
     colour's draw was accepted), ``scaling`` (the number of colours), ``n_proposed``
     (sites whose drawn value differed from the current one) and ``jump_distance``
     (sites changed by the draw).
+    Every step also reports ``target_accept`` (what the scale is tuned toward, NaN if
+    nothing is tuned) and, for PyMC's progress bar, ``mean_accept`` and ``mean_jump``
+    (running means over the draws of the phase, tuning then sampling) and ``stalled``
+    (consecutive draws that left the block unchanged; the bar turns red at 100).
 
     Examples
     --------

@@ -14,21 +14,36 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from pymc.step_methods.state import dataclass_state
 
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
 from pymc_discrete.kernels.weights import weight_code
-from pymc_discrete.pymc.block_step import SiteBlockStep
+from pymc_discrete.pymc.block_step import SiteBlockStep, SiteBlockStepState
 from pymc_discrete.pymc.compiled import compile_gradient_ratios
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning
 from pymc_discrete.pymc.validation import check_choice
 
-__all__ = ["InformedStep"]
+__all__ = ["InformedStep", "InformedStepState"]
+
+
+@dataclass_state
+class InformedStepState(SiteBlockStepState):
+    """:class:`SiteBlockStepState` and whether the chain switched from the gradient to
+    exact ratios during its tuning (a gradient proposal that never moved)."""
+
+    _switched_to_exact: bool
 
 
 class InformedStep(SiteBlockStep):
     """A step whose proposal is driven by local log-ratios (gradient or exact)."""
+
+    _state_class = InformedStepState
+    #: what the step used before a switch to exact ratios (None: no switch)
+    _before_switch: tuple | None = None
+    #: exact ratios once compiled (a chain that switches again reuses them)
+    _exact_source: ExactRatios | None = None
 
     def _choose_proposal(self, weight: str, proposal: str) -> None:
         """Check and record the weight function and the source of the local ratios."""
@@ -162,11 +177,14 @@ class InformedStep(SiteBlockStep):
             shared.set_value(value)
 
     def _compile_exact_ratios(self) -> None:
-        self._logp_and_ratios = ExactRatios(
-            self.model, self.vars, self._initial_point, self._shared_vars(),
-            self._compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
-            offsets=self.offsets,
-        )
+        if self._exact_source is None:
+            self._exact_source = ExactRatios(
+                self.model, self.vars, self._initial_point, self._shared_vars(),
+                self._compile_kwargs,
+                n_categories=None if self.is_binary else self.n_categories,
+                offsets=self.offsets,
+            )
+        self._logp_and_ratios = self._exact_source
 
     def _fall_back_to_exact(self, reason: str, stacklevel: int) -> None:
         """Use exact local ratios from now on, saying why."""
@@ -257,22 +275,51 @@ class InformedStep(SiteBlockStep):
         """Replace a gradient proposal that never moved by exact ratios, and restart tuning
         for what is left of the tune phase."""
         n_steps = self._tune_steps
-        self._fall_back_to_exact(
+        self._use_exact_ratios(
             f"none of its first {n_steps} gradient proposals was accepted (the first-order "
             "estimates of the local ratios are far from the exact ones here, e.g. near "
-            "values of zero probability)",
-            stacklevel=5,
+            "values of zero probability)"
         )
-        self.compiled_loop = False
-        self._compile_exact_ratios()
-        self.ratios_are_exact = True
-        self._state = None
         self._on_proposal_changed()
         remaining = self._tuning_updates()
         if remaining is not None:
             remaining = max(remaining - n_steps, 1)
         self.adapter.start(remaining)
         self._reset_tuning_record()
+
+    def _use_exact_ratios(self, reason: str | None) -> None:
+        """Switch this chain to exact ratios (``reason``: warn why), remembering the
+        gradient proposal so that a restored ``sampling_state`` can switch back."""
+        self._before_switch = (
+            self._logp_and_ratios, self.proposal, self.ratios_are_exact,
+            getattr(self, "compiled_loop", False), self.fallback_reason,
+        )
+        if reason is not None:
+            self._fall_back_to_exact(reason, stacklevel=6)
+        self.proposal = "exact"
+        self.compiled_loop = False
+        self._compile_exact_ratios()
+        self.ratios_are_exact = True
+        self._state = None
+
+    @property
+    def _switched_to_exact(self) -> bool:
+        """Whether this chain switched from the gradient to exact ratios (a field of
+        ``sampling_state``: a new chain restored from the constructed state uses the
+        gradient again)."""
+        return self._before_switch is not None
+
+    @_switched_to_exact.setter
+    def _switched_to_exact(self, switched: bool) -> None:
+        if switched == self._switched_to_exact:
+            return
+        if switched:  # the tuner's state, restored beside this field, has its bounds
+            self._use_exact_ratios(None)
+        else:
+            (self._logp_and_ratios, self.proposal, self.ratios_are_exact,
+             self.compiled_loop, self.fallback_reason) = self._before_switch
+            self._before_switch = None
+            self._state = None
 
     def _on_proposal_changed(self) -> None:
         """Hook: adjust what depends on the proposal after a switch to exact ratios."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import field
+
 import numpy as np
 from pymc.blocking import RaveledVars, StatsType
 from pymc.model import modelcontext
@@ -9,7 +11,10 @@ from pymc.pytensorf import compile as compile_pytensor
 from pymc.pytensorf import join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
+from rich.progress import TextColumn
+from rich.table import Column
 
 from pymc_discrete.samcmc.kernel import (
     COVARIANCES,
@@ -17,9 +22,26 @@ from pymc_discrete.samcmc.kernel import (
     init_population,
     samcmc_step,
 )
+from pymc_discrete.pymc.block_step import STALLED_DRAWS_FAILING
 from pymc_discrete.pymc.validation import check_choice, check_positive_int
 
-__all__ = ["SAMCMC"]
+__all__ = ["SAMCMC", "SAMCMCState"]
+
+
+@dataclass_state
+class SAMCMCState(StepMethodState):
+    """A SAMCMC chain's state as PyMC saves it: the population (None before the first
+    draw), the last point reported and its slot."""
+
+    tune: bool
+    _population: object
+    _last: np.ndarray | None
+    _slot: int
+    _phase_draws: int
+    _phase_accept_sum: float
+    _stalled: int
+    n_points: int = field(metadata={"frozen": True})
+    steps_per_draw: int = field(metadata={"frozen": True})
 
 
 class SAMCMC(ArrayStepShared):
@@ -121,8 +143,12 @@ class SAMCMC(ArrayStepShared):
         "accepted": (np.float64, []),
         "reported": (np.int64, []),
         "changed": (np.float64, []),
+        # running mean of accept over the phase (tuning, then sampling) and the number of
+        # consecutive draws without an accepted substitution: the progress bar's fields
+        "mean_accept": (np.float64, []),
+        "stalled": (np.int64, []),
     }
-    _state_class = StepMethodState
+    _state_class = SAMCMCState
 
     def __init__(
         self,
@@ -181,6 +207,7 @@ class SAMCMC(ArrayStepShared):
         self._slot = -1
         self._last = None
         self.tune = True
+        self._reset_progress()
         super().__init__(value_vars, {}, blocked=blocked, rng=rng)
 
     def _logp(self, theta: np.ndarray) -> float:
@@ -192,16 +219,24 @@ class SAMCMC(ArrayStepShared):
         self._population = None
         self._last = None
         self._slot = -1
+        self._reset_progress()
 
     def reset_tuning(self) -> None:
         """Nothing to tune; a new chain starts from a new population."""
         self._population = None
         self._last = None
         self._slot = -1
+        self._reset_progress()
+
+    def _reset_progress(self) -> None:
+        self._phase_draws = 0
+        self._phase_accept_sum = 0.0
+        self._stalled = 0
 
     def stop_tuning(self) -> None:
         """Nothing to freeze: SAMCMC has no tuning parameter."""
         self.tune = False
+        self._reset_progress()
 
     def _initial_population(self, x0: np.ndarray):
         logp0 = self._logp(x0)
@@ -258,7 +293,31 @@ class SAMCMC(ArrayStepShared):
             "reported": self._slot,
             "changed": float(changed),
         }
+        self._phase_draws += 1
+        self._phase_accept_sum += stats["accept"]
+        self._stalled = 0 if accepted else self._stalled + 1
+        stats["mean_accept"] = self._phase_accept_sum / self._phase_draws
+        stats["stalled"] = self._stalled
         return RaveledVars(out.astype(q0.data.dtype), q0.point_map_info), [stats]
+
+    @staticmethod
+    def _progressbar_config(n_chains: int = 1) -> tuple[list, dict]:
+        """PyMC's progress bar shows the chain's mean acceptance over the phase."""
+        columns = [TextColumn("{task.fields[pmd_accept]:0.2f}",
+                              table_column=Column("Accept", ratio=1))]
+        return columns, {"pmd_accept": [0.0] * n_chains}
+
+    @staticmethod
+    def _make_progressbar_update_functions() -> tuple:
+        """The draw's stats -> the bar's fields; a red bar after
+        :data:`~pymc_discrete.pymc.block_step.STALLED_DRAWS_FAILING` draws without an
+        accepted substitution."""
+
+        def update_stats(stats: dict) -> dict:
+            return {"pmd_accept": stats["mean_accept"],
+                    "failing": stats["stalled"] >= STALLED_DRAWS_FAILING}
+
+        return (update_stats,)
 
     @staticmethod
     def competence(var, has_grad=False):

@@ -55,3 +55,48 @@ def test_auto_step_shares_the_structure_it_read_with_the_gibbs_step():
     assert names == {"mu"}
     assert step._exact.shared is not None
     assert {s for s in step._exact.shared.values()} == set(step.shared.values())
+
+
+def test_register_prefers_the_package_over_pymcs_discrete_samplers_idempotently():
+    """Bernoulli, Categorical and DiscreteUniform variables all go to the package's step
+    once registered (PyMC's defaults: BinaryGibbsMetropolis, CategoricalGibbsMetropolis,
+    Metropolis); a second register() leaves PyMC's registry as the first left it."""
+    from pymc.sampling.mcmc import assign_step_methods
+    from pymc.step_methods import STEP_METHODS
+
+    with pm.Model() as model:
+        pm.Bernoulli("b", 0.3, shape=2)
+        pm.Categorical("c", [0.2, 0.3, 0.5])
+        pm.DiscreteUniform("d", 0, 4)
+        pm.Normal("mu")
+    before = list(STEP_METHODS)
+    pmd.register()
+    try:
+        once = list(STEP_METHODS)
+        pmd.register()
+        assert list(STEP_METHODS) == once == [AutoStep, *before]
+        _, selected = assign_step_methods(model, None)
+        assert {v.name for v in selected[AutoStep]} == {"b", "c", "d"}
+        assert not {pm.BinaryGibbsMetropolis, pm.CategoricalGibbsMetropolis,
+                    pm.Metropolis} & set(selected)
+    finally:
+        pmd.unregister()
+    assert list(STEP_METHODS) == before
+
+
+def test_the_log_names_the_chosen_step_and_its_proposal(caplog):
+    n = GIBBS_MAX_COLOURS + 8
+    rng = np.random.default_rng(0)
+    w = rng.normal(0, 0.1, (n, n))
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=n)
+        xf = pt.cast(x, "float64")
+        pm.Potential("dense", xf @ pt.as_tensor(w) @ xf)
+        with caplog.at_level("INFO", logger="pymc"):
+            step = AutoStep(model=model)
+    [message] = [r.getMessage() for r in caplog.records if "pymc_discrete chose" in r.getMessage()]
+    assert message.startswith(f"pymc_discrete chose ALBP(proposal={step.proposal!r}) for [x]")
+    assert step.proposal_reason in message and "dense" in message
+    # the exact ratios recommend() compiled are the ones the step uses (not built twice)
+    assert step._exact_source is not None
+    assert set(step._exact_source.shared.values()) == set(step.shared.values())
