@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import (
     STAY,
     StepInfo,
@@ -163,13 +163,13 @@ def init_lb_state(x: np.ndarray, logp_and_ratios: LogpAndRatios, code: int) -> L
     return CategoricalLBState(x, float(logp), ratios, weights, site_weights, float(log_scale))
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _table_weights(log_ratios, code):
     weights, log_scale = balanced_weights(log_ratios, code)
     return weights, weights.sum(axis=1), log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _flip(x: np.ndarray, picks: np.ndarray) -> np.ndarray:
     y = x.copy()
     for j in range(picks.size):
@@ -177,7 +177,7 @@ def _flip(x: np.ndarray, picks: np.ndarray) -> np.ndarray:
     return y
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _binary_forward(x, weights, r, seed):
     """Ordered picks at x, the flipped point and the forward log-probability."""
     np.random.seed(seed)
@@ -187,7 +187,7 @@ def _binary_forward(x, weights, r, seed):
     return _flip(x, picks), picks, ordered_picks_logprob(weights, picks, False)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _binary_reverse(ratios_y, ratios_x, weights_x, log_scale_x, code, picks):
     """Weights at y (reusing x's where a ratio is unchanged) and the log-probability of
     the reverse ordered path."""
@@ -195,7 +195,7 @@ def _binary_reverse(ratios_y, ratios_x, weights_x, log_scale_x, code, picks):
     return weights_y, log_scale_y, ordered_picks_logprob(weights_y, picks, True)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _categorical_forward(x, weights, site_weights, r, seed):
     np.random.seed(seed)
     picks = sample_ordered_core(site_weights, r)
@@ -220,7 +220,7 @@ def _categorical_forward(x, weights, site_weights, r, seed):
     return y, picks, logq
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _categorical_reverse(x, table_y, table_x, weights_x, log_scale_x, code, picks):
     """Weights at y (reusing x's where a ratio is unchanged) and the log-probability of
     the reverse path."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
+
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = [
     "StepInfo",
@@ -79,7 +80,7 @@ class StepsInfo(NamedTuple):
         )
 
 
-@numba.njit(cache=True)
+@njit_cached
 def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
     """Round a real scale to an integer number of sites, unbiasedly.
 
@@ -116,7 +117,7 @@ def probabilistic_round(scale: float, u: float, n_sites: int) -> int:
 MIN_EXTRA_CHANGES = 0.05
 
 
-@numba.njit(cache=True)
+@njit_cached
 def number_of_changes(scale: float, u: float, n_sites: int) -> int:
     """The number of sites a step changes: ``1 + Poisson(max(scale - 1, 1/20))``, drawn by
     inverting its distribution function at the uniform ``u``; 0 (propose to stay) when
@@ -213,13 +214,13 @@ def kernel_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(0, 2**32))
 
 
-@numba.njit(cache=True)
+@njit_cached
 def seed_numba(seed: int) -> None:
     """Seed numba's internal generator (used by ``np.random.random()`` in kernels)."""
     np.random.seed(seed)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def acceptance_probability(log_alpha: float) -> float:
     """``min(1, exp(log_alpha))``, with NaN mapped to 0 (the proposal is rejected).
 
@@ -238,7 +239,7 @@ def acceptance_probability(log_alpha: float) -> float:
     return math.exp(min(0.0, log_alpha))
 
 
-@numba.njit(cache=True)
+@njit_cached
 def metropolis_accept(log_alpha: float, u: float) -> bool:
     """Metropolis-Hastings decision ``log(u) < log_alpha``; NaN and -inf reject.
 
@@ -259,7 +260,7 @@ def metropolis_accept(log_alpha: float, u: float) -> bool:
     return bool(np.log(u) < log_alpha)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def metropolis_hastings(
     logp_current: float, logp_proposal: float, log_q_ratio: float, u: float
 ) -> tuple[bool, float]:
@@ -298,7 +299,7 @@ def step_result(current, proposed, accepted: bool, accept_prob: float, n_propose
     return current, StepInfo(accept_prob, False, n_proposed)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def sum_unmasked(values: np.ndarray, mask: np.ndarray) -> float:
     """Sum of ``values[i]`` over the ``i`` where ``mask[i]`` is False (all of them when
     ``mask`` is empty), with four running sums and no branch on the mask.

@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import StepInfo, acceptance_probability
 from pymc_discrete.kernels.structure import site_term_change
 
@@ -68,7 +68,7 @@ class GibbsState(NamedTuple):
     logp: float
 
 
-@numba.njit(cache=True)
+@njit_cached
 def colour_value_states(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarray,
                         k: int) -> np.ndarray:
     """``x``, then for every value v the state with every site of ``sites`` set to v
@@ -91,7 +91,7 @@ def colour_value_states(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarr
     return states
 
 
-@numba.njit(cache=True)
+@njit_cached
 def colour_conditional_table(terms: np.ndarray, site_ptr: np.ndarray,
                              site_terms: np.ndarray, sites: np.ndarray, x: np.ndarray,
                              n_categories: np.ndarray, k: int) -> np.ndarray:
@@ -130,7 +130,7 @@ def colour_conditional_table(terms: np.ndarray, site_ptr: np.ndarray,
     return out
 
 
-@numba.njit(cache=True)
+@njit_cached
 def log_normalisers(table: np.ndarray) -> np.ndarray:
     """``log sum_v exp(table[j, v])`` of every row (-inf for a row of -inf).
 
@@ -160,7 +160,7 @@ def log_normalisers(table: np.ndarray) -> np.ndarray:
 HEAT_BATH_SHARE = 0.1
 
 
-@numba.njit(cache=True)
+@njit_cached
 def site_transitions(table: np.ndarray, log_norm: np.ndarray, current: np.ndarray,
                      heat_bath_share: float) -> np.ndarray:
     """Every site's probabilities of moving from its current value to each value.
@@ -231,7 +231,7 @@ def site_transitions(table: np.ndarray, log_norm: np.ndarray, current: np.ndarra
     return out
 
 
-@numba.njit(cache=True)
+@njit_cached
 def draw_rows(transitions: np.ndarray, uniforms: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Draw every row's new value from its transition probabilities (inverse CDF; a
     rounding shortfall at the end of a row keeps the current value).
@@ -255,7 +255,7 @@ def draw_rows(transitions: np.ndarray, uniforms: np.ndarray, current: np.ndarray
     return drawn
 
 
-@numba.njit(cache=True)
+@njit_cached
 def update_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
                   heat_bath_share: float) -> tuple[np.ndarray, int, float]:
     """The proven path of a colour in one compiled call: every site's new value
@@ -283,7 +283,7 @@ def update_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
     return drawn, changed, delta
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _path_logprob(transitions: np.ndarray, values: np.ndarray) -> float:
     total = 0.0
     for j in range(values.size):

@@ -23,8 +23,9 @@ table).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = ["potential_table"]
 
@@ -56,7 +57,7 @@ def potential_table(x: np.ndarray, ratios: np.ndarray) -> np.ndarray:
     return _potentials_from_table(x, ratios)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _potentials_from_flips(x, ratios):
     table = np.zeros((x.size, 2))
     for i in range(x.size):
@@ -65,7 +66,7 @@ def _potentials_from_flips(x, ratios):
     return table
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _potentials_from_table(x, ratios):
     n, k = ratios.shape
     table = np.empty((n, k))

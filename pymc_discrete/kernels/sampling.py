@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import kernel_seed, seed_numba, sum_unmasked
 
 __all__ = ["sample_ordered", "sample_ordered_core", "ordered_picks_logprob"]
@@ -54,7 +54,7 @@ def sample_ordered(weights: np.ndarray, r: int, rng: np.random.Generator) -> np.
 _BATCH = 8
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _locate(cumulative: np.ndarray, uniforms: np.ndarray, total: float, start: int,
             sites: np.ndarray) -> None:
     """``sites[k] = np.searchsorted(cumulative, uniforms[k] * total, side="right")`` for
@@ -77,7 +77,7 @@ def _locate(cumulative: np.ndarray, uniforms: np.ndarray, total: float, start: i
         sites[k] += cumulative[sites[k]] <= uniforms[k] * total
 
 
-@numba.njit(cache=True)
+@njit_cached
 def sample_ordered_core(weights: np.ndarray, r: int) -> np.ndarray:
     """:func:`sample_ordered` inside compiled kernels: draws from numba's internal
     generator, which the calling compiled function has seeded from its ``seed`` argument."""
@@ -128,7 +128,7 @@ def sample_ordered_core(weights: np.ndarray, r: int) -> np.ndarray:
 _SMALLEST_PRODUCT = 1e-280
 
 
-@numba.njit(cache=True)
+@njit_cached
 def ordered_picks_logprob(weights: np.ndarray, picks: np.ndarray, reverse: bool) -> float:
     """Exact log-probability of drawing ``picks`` in order without replacement.
 

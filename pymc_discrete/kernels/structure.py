@@ -30,8 +30,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-import numba
 import numpy as np
+
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = [
     "DependencySuperset",
@@ -150,7 +151,7 @@ def transpose_csr(
 # Colouring
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _hash_rows(ptr, flat):
     out = np.empty(ptr.size - 1, dtype=np.uint64)
     for k in range(ptr.size - 1):
@@ -161,7 +162,7 @@ def _hash_rows(ptr, flat):
     return out
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _distinct_rows(ptr, flat, hashes, order):
     """Keep one row of every set of identical rows (and no empty row): rows sorted by
     hash, every row compared exactly with the kept rows of its hash (collisions are
@@ -196,7 +197,7 @@ def _distinct_rows(ptr, flat, hashes, order):
     return keep
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _greedy_colour(n, site_ptr, site_terms, term_ptr, term_sites):
     """Smallest colour not used by an earlier site sharing a term, in site order. Costs
     the sum over terms of (sites of the term)^2."""
@@ -497,13 +498,13 @@ def _brute_force(batch_terms, probes, rows_per_call, ks, moves, progress):
 NOISE = 1e-9
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _significant(t, b):
     """``t`` differs from ``b`` by more than rounding noise (NaN or inf: yes)."""
     return not (abs(t - b) <= NOISE * max(1.0, abs(b)))
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _position_in_group(k, g, term_ptr, term_sites, group, group_ptr, group_sites):
     """Position (in term_sites) of the one site of group g that term k may depend on,
     or -1. Scans the shorter list: a lattice term lists 1-2 sites of large groups, a
@@ -523,7 +524,7 @@ def _position_in_group(k, g, term_ptr, term_sites, group, group_ptr, group_sites
     return -1
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _decode_groups(terms, first_group, term_ptr, term_sites, group, group_ptr,
                    group_sites, moved, found, strong):
     """Row 0 of ``terms`` is the base, row r >= 1 has group ``first_group + r - 1``
@@ -549,7 +550,7 @@ def _decode_groups(terms, first_group, term_ptr, term_sites, group, group_ptr,
     return -1
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _check_single(terms, sites, term_ptr, term_sites, found, strong):
     """Row 0 of ``terms`` is the base, row r >= 1 has ``sites[r - 1]`` moved alone.
     Compare with the grouped decoding: a significant single-site change the groups did
@@ -655,7 +656,7 @@ def colour_states(x: np.ndarray, structure: TermStructure) -> np.ndarray:
     return states
 
 
-@numba.njit(cache=True)
+@njit_cached
 def site_term_change(terms: np.ndarray, row: int, site_ptr: np.ndarray,
                      site_terms: np.ndarray, i: int) -> float:
     """Change of site i's terms between row 0 of ``terms`` and ``row``: the exact
@@ -667,7 +668,7 @@ def site_term_change(terms: np.ndarray, row: int, site_ptr: np.ndarray,
     return total
 
 
-@numba.njit(cache=True)
+@njit_cached
 def colour_ratios(
     terms: np.ndarray, site_ptr: np.ndarray, site_terms: np.ndarray, colour: np.ndarray
 ) -> np.ndarray:
@@ -703,7 +704,7 @@ def categorical_colour_states(
     )
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _categorical_colour_states(x, colour, n_colours, n_categories, k):
     n = x.size
     states = np.empty((n_colours * k + 1, n), dtype=x.dtype)
@@ -715,7 +716,7 @@ def _categorical_colour_states(x, colour, n_colours, n_categories, k):
     return states
 
 
-@numba.njit(cache=True)
+@njit_cached
 def categorical_colour_ratios(
     terms: np.ndarray,
     site_ptr: np.ndarray,

@@ -11,26 +11,27 @@ cancellation error builds up however many updates are made.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = ["tree_draw", "tree_from_leaves", "tree_leaf", "tree_set", "tree_total"]
 
 _ARITY = 4
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _leaf_offset(tree: np.ndarray) -> int:
     return (tree.size - 1) // _ARITY
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _children_sum(tree: np.ndarray, k: int) -> float:
     first = _ARITY * k + 1
     return tree[first] + tree[first + 1] + tree[first + 2] + tree[first + 3]
 
 
-@numba.njit(cache=True)
+@njit_cached
 def tree_from_leaves(leaves: np.ndarray) -> np.ndarray:
     """The tree over ``leaves`` (a new array)."""
     n_leaves = 1
@@ -44,19 +45,19 @@ def tree_from_leaves(leaves: np.ndarray) -> np.ndarray:
     return tree
 
 
-@numba.njit(cache=True)
+@njit_cached
 def tree_total(tree: np.ndarray) -> float:
     """Sum of the leaves."""
     return tree[0]
 
 
-@numba.njit(cache=True)
+@njit_cached
 def tree_leaf(tree: np.ndarray, i: int) -> float:
     """Value of leaf i."""
     return tree[_leaf_offset(tree) + i]
 
 
-@numba.njit(cache=True)
+@njit_cached
 def tree_set(tree: np.ndarray, i: int, value: float) -> None:
     """Set leaf i to ``value`` and recompute its ancestors."""
     k = _leaf_offset(tree) + i
@@ -66,7 +67,7 @@ def tree_set(tree: np.ndarray, i: int, value: float) -> None:
         tree[k] = _children_sum(tree, k)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def tree_draw(tree: np.ndarray) -> int:
     """A leaf with probability proportional to its value (redrawn if rounding lands on an
     empty leaf, so the draw is exact). The total must be positive."""

@@ -13,9 +13,9 @@ exact.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import sum_unmasked
 
 __all__ = [
@@ -71,7 +71,7 @@ RESCALE_EFOLDS = 600.0
 SMALLEST_TOTAL = float(np.exp(-RESCALE_EFOLDS))
 
 
-@numba.njit(cache=True)
+@njit_cached
 def log_g(d: float, code: int) -> float:
     """``log g(e^d)`` of the weight function ``code``, without overflow.
 
@@ -98,7 +98,7 @@ def log_g(d: float, code: int) -> float:
     return 0.5 * d
 
 
-@numba.njit(cache=True)
+@njit_cached
 def weight_at_scale(d: float, log_scale: float, code: int) -> float:
     """``g(e^d) / e^log_scale`` through ``log g`` (0 for NaN and -inf).
 
@@ -125,7 +125,7 @@ def weight_at_scale(d: float, log_scale: float, code: int) -> float:
     return np.exp(log_g(d, code) - log_scale)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _scaled_weight(d: float, code: int, log_scale: float, inv_scale: float) -> float:
     """``g(e^d) / e^log_scale`` (0 for NaN and -inf); ``inv_scale = exp(-log_scale)``.
 
@@ -141,7 +141,7 @@ def _scaled_weight(d: float, code: int, log_scale: float, inv_scale: float) -> f
     return np.exp(log_g(d, code) - log_scale)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def balanced_weights(log_ratios: np.ndarray, code: int) -> tuple[np.ndarray, float]:
     """Scaled locally balanced weights of an array of local log-ratios.
 
@@ -181,7 +181,7 @@ def balanced_weights(log_ratios: np.ndarray, code: int) -> tuple[np.ndarray, flo
     return out.reshape(log_ratios.shape), log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def rebalanced_weights(
     log_ratios: np.ndarray,
     old_ratios: np.ndarray,

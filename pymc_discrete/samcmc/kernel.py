@@ -32,8 +32,9 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba
 import numpy as np
+
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = [
     "PopulationState",
@@ -161,7 +162,7 @@ def init_population(points: np.ndarray, logps: np.ndarray, covariance: str) -> P
 # compiled kernels: float64 C arrays, ints, bool flags (student: Student-t proposal)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _log_density(quad: float, logdet_cov: float, d: int, student: bool, dof: float) -> float:
     """Log density of a Gaussian or Student-t from its Mahalanobis term (NaN possible)."""
     if not student:
@@ -171,7 +172,7 @@ def _log_density(quad: float, logdet_cov: float, d: int, student: bool, dof: flo
             - 0.5 * logdet_cov - 0.5 * (dof + d) * math.log1p(quad / dof))
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit_cached(fastmath={"contract"})
 def _full_log_weights(points, logps, mean, precision, logdet, y, logp_y, student, dof):
     """:func:`substitution_log_weights` for a full covariance: ``b^T P b`` point by point
     and the 3x3 Woodbury correction in closed form (cofactors). Plain loops throughout
@@ -246,7 +247,7 @@ def _full_log_weights(points, logps, mean, precision, logdet, y, logp_y, student
     return out
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _diagonal_log_weights(points, logps, mean, scatter, precision, logdet, y, logp_y,
                           student, dof):
     """:func:`substitution_log_weights` for a diagonal covariance, O(N d)."""
@@ -293,7 +294,7 @@ def _diagonal_log_weights(points, logps, mean, scatter, precision, logdet, y, lo
     return out
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit_cached(fastmath={"contract"})
 def _propose(points, mean, sd, z, full, student, t_scale):
     """``mu + B^T z / sqrt(N - 1)`` (full; z in R^N) or ``mu + sd * z`` (diagonal; z in
     R^d), then for a Student-t ``mu + (y - mu) * t_scale``."""
@@ -317,7 +318,7 @@ def _propose(points, mean, sd, z, full, student, t_scale):
     return y
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _choose(log_w, u):
     """Normalise the weights (the largest one finite) and pick j by inverting their
     distribution function at the uniform u: returns ``(1 - p_(N+1), j)``."""
@@ -343,7 +344,7 @@ def _choose(log_w, u):
     return 1.0 - probs[size - 1], size - 1
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _full_substitute(points, logps, mean, scatter, precision, logdet, j, y, logp_y):
     """Replace point j by y; mean, scatter, precision and log det by rank-one updates.
     The last output is False when a Sherman-Morrison denominator is not positive (the
@@ -392,7 +393,7 @@ def _full_substitute(points, logps, mean, scatter, precision, logdet, j, y, logp
     return points, logps, new_mean, new_scatter, p, logdet, True
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _diagonal_substitute(points, logps, mean, scatter, j, y, logp_y):
     """Replace point j by y, updating the mean and the per-coordinate scatter. The last
     output is False when a coordinate's scatter is not positive (the caller refits)."""
