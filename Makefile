@@ -56,4 +56,4 @@ bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks.run_all --quick --jobs=2
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build
+	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build docs/gallery docs/sg_execution_times.rst

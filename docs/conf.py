@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,6 +24,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
@@ -44,3 +47,51 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
+
+# The gallery: sphinx-gallery runs every script of examples/ (each one's ``if __name__ ==
+# "__main__":`` block included: it runs them as __main__, at the sizes their main()
+# defaults to, which are chosen for the docs build) and renders its prose, code, printed
+# output and figures into docs/gallery/ (generated, ignored by git). A failing example
+# fails the build: all examples run, then the build stops with the list of failures.
+# Every build starts from an empty docs/gallery/: the pages of renamed or deleted examples
+# go too (they would be in no toctree, which -W makes an error).
+shutil.rmtree(Path(__file__).parent / "gallery", ignore_errors=True)
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "gallery",
+    "filename_pattern": r"\.py$",  # execute every example, not only plot_*.py
+    "ignore_pattern": r"__init__\.py",
+    "within_subsection_order": "FileNameSortKey",
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    # rerun unchanged scripts too (the package may have changed), should the directory
+    # above ever be kept between builds
+    "run_stale_examples": True,
+    "download_all_examples": False,
+    "show_signature": False,
+    "remove_config_comments": True,
+    "image_scrapers": ("matplotlib",),
+    "matplotlib_animations": False,
+}
+
+
+class _CurrentStdout(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is when a record is emitted."""
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+# PyMC's messages (the step pymc_discrete chose and why, which step samples which
+# variable, the sampling time) go to stderr, which sphinx-gallery does not capture: send
+# them to stdout, which it captures, so that they appear on the pages as in a notebook.
+_pymc_log = logging.getLogger("pymc")
+for _handler in list(_pymc_log.handlers):
+    _pymc_log.removeHandler(_handler)
+_pymc_log.addHandler(_CurrentStdout())
+_pymc_log.setLevel(logging.INFO)

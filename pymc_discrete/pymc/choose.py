@@ -133,7 +133,7 @@ def recommend(vars=None, model=None, initial_point=None,
     c = exact.structure.n_colours
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
-            f"{c} colour{'s' if c > 1 else ''} cover the {n_sites} sites of {names} (sites of "
+            f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "
             "one colour share no term): a sweep draws every site from its exact conditional "
             f"in {c} batched evaluation{'s' if c > 1 else ''}"
         )

@@ -19,7 +19,7 @@ def test_independent_indicators_are_one_colour_for_blocked_gibbs():
         pm.Bernoulli("y", z * p, observed=np.zeros(300, dtype=int))
         choice = pmd.recommend([z])
     assert choice.step is pmd.BlockedGibbs and choice.n_colours == 1
-    assert "1 colour cover the 300 sites of z" in choice.reason
+    assert "1 colour covers the 300 sites of z" in choice.reason
 
 
 def test_a_lattice_is_swept_by_blocked_gibbs():
