@@ -44,7 +44,7 @@ def _not_source(directory: str, names: list[str]) -> set[str]:
     products, caches and environments (``shutil.copytree``'s ``ignore``)."""
     ignored = {
         ".": {".git", ".venv", "build", "dist", ".pytest_cache"},
-        "docs": {"_build"},
+        "docs": {"_build", "gallery", "sg_execution_times.rst"},
         "benchmarks": {"out"},
     }.get(Path(directory).relative_to(ROOT).as_posix(), set())
     return {
@@ -256,6 +256,17 @@ def test_wheel_installs_into_a_read_only_venv_and_caches_its_kernels(tmp_path, r
     assert moved["cache_dirs"] and all(Path(d).is_relative_to(numba_dir) for d in moved["cache_dirs"])
     assert list(numba_dir.rglob("*.nbi"))
     assert not (other_home / ".cache" / "numba").exists()
+
+    # nowhere to cache (read-only home, no NUMBA_CACHE_DIR): the package still imports
+    # and runs, compiling in memory, and says how to get the cache
+    locked_home = tmp_path / "locked-home"
+    locked_home.mkdir()
+    request.addfinalizer(lambda: _set_writable(locked_home, True))
+    _set_writable(locked_home, False)
+    uncached, stderr = _use(python, script, site, "kernel", _user_env(locked_home, tmp_path))
+    assert uncached["value"] == 3 and uncached["cache_dirs"] == []
+    assert "NUMBA_CACHE_DIR" in stderr
+    assert not any(locked_home.iterdir())
 
     assert _files(venv) == installed  # nothing was written into the venv
     print(f"first run {first['seconds']}, cached run {second['seconds']}")

@@ -1,19 +1,45 @@
 """Stateful tuner of the scale R of a step method, built on dual averaging.
 
 It runs only while tuning, restarts per chain, and freezes a scale when tuning stops (or
-after the number of tuning draws announced at the start of the chain). The iterates of
-dual averaging wander around the scale of the target rate (each step's acceptance
-probability is a noisy signal), so the frozen scale is not the last iterate but the
-one a least-squares line through the second half of tuning says reaches the target:
-acceptance probability against log scale, solved for the target and kept within the
-range of scales seen there. Where the line does not fall with the scale (acceptance
-flat, or rising as on parity-like targets) the geometric mean of those iterates is used.
+after the number of tuning draws announced at the start of the chain).
+
+Tuning runs in windows (as Stan's warm-up does): dual averaging starts from the initial
+scale and searches (Hoffman and Gelman's constants), and at the end of the first eighth,
+the first quarter and the first half of tuning it restarts from the scale the window
+just ended says reaches the target, and refines it. A chain that starts far from its
+typical set accepts differently while it approaches it: the acceptance curve moves
+during tuning. One dual average remembers all its errors (its late iterates make up for
+the early ones), and an unweighted fit through the second half describes the middle of
+that half; after a restart only the current window counts, and the k-th step of a
+window has weight k, so the frozen scale describes the end of tuning. (A chain that has
+not reached its typical set by then still cannot be tuned for it: tuning that is too
+short for the chain's transient is not repaired here.)
+
+The iterates wander around the scale of the target rate (each step's acceptance
+probability is a noisy signal, and dual averaging answers every one), so the frozen
+scale is not the last iterate but the one where a curve of acceptance probability
+against log scale, fitted to the last window (the second half of tuning), meets the
+target, kept within the range of scales seen there. The curve has the shape of the
+optimal-scaling limit of the acceptance rate, ``2 Phi(-lambda R^k / 2)`` (k = 3/2 for
+locally balanced proposals, 1/2 for the random walk; :func:`fitted_crossing`), a line in
+log R under its link; a straight line through iterates spread over the bend of that
+sigmoid puts the crossing a few percent off (3 % too large a scale at 0.234 on the
+curve of ``tests/adaptation``). Where the curve does not fall with the scale (acceptance
+flat, or rising as on parity-like targets) the weighted geometric mean of the window's
+scales is used. The estimate that starts each window is found the same way from the
+window before.
+
+:class:`PathLengthAdapter` tunes the mean path length of PAS with the same machinery
+toward a different criterion: the expected jump distance per unit of cost.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+
+import numpy as np
+from scipy.special import ndtr, ndtri
 
 from pymc_discrete.adaptation.dual_averaging import (
     DualAveragingState,
@@ -22,7 +48,7 @@ from pymc_discrete.adaptation.dual_averaging import (
     dual_averaging_update,
 )
 
-__all__ = ["ScaleAdapter"]
+__all__ = ["PathLengthAdapter", "ScaleAdapter", "fitted_crossing"]
 
 
 class ScaleAdapter:
@@ -69,6 +95,23 @@ class ScaleAdapter:
         self.adapt = bool(adapt)
         self.start(None)
 
+    #: fractions of the tuning steps at whose end dual averaging restarts from the
+    #: window's estimate; the last window, from the last restart to the end, is the one
+    #: the frozen scale comes from
+    RESTARTS = (0.125, 0.25, 0.5)
+    #: a restart is skipped if it would leave a window shorter than this many steps
+    _MIN_WINDOW = 10
+    #: dual averaging's gamma in the first window: Hoffman and Gelman's, a search (each
+    #: acceptance probability a moves log R by about |target - a| / (gamma sqrt(t)):
+    #: late in a window of 500 steps the iterates spread over a factor of 1.5 either way)
+    _GAMMA = 0.05
+    #: gamma after the restarts, which refine an estimate: ten times larger, so that the
+    #: iterates spread about a third as widely (a standard deviation of 0.15 in log R
+    #: on ALBP and ARWM against 0.4) and the shape of the fitted curve matters less
+    _REFINE_GAMMA = 0.5
+    #: fewer updates than this in the window: no curve, the geometric mean
+    _MIN_FOR_LINE = 20
+
     def start(self, n_tune: int | None) -> None:
         """Restart tuning for a new chain.
 
@@ -76,20 +119,34 @@ class ScaleAdapter:
         ----------
         n_tune : int or None
             Number of tuning draws of the chain, if known; tuning freezes by itself
-            after that many updates. ``0`` means the chain does not tune.
+            after that many updates. ``0`` means the chain does not tune. Unknown: no
+            windows, and :meth:`stop` freezes the dual-averaging average.
         """
         self.n_tune = n_tune
         self.scale = self.initial_scale
         self._state: DualAveragingState = dual_averaging_init(self.initial_scale)
-        self._late_sum = 0.0
-        self._late_accept = 0.0
-        self._late_count = 0
-        # sums for the line of acceptance against log scale over the second half
-        self._late_xx = 0.0
-        self._late_xy = 0.0
-        self._late_min = math.inf
-        self._late_max = -math.inf
+        self._step = 0  # updates since the start of the chain
+        self._restarts = self._restart_steps(n_tune)
+        self._first_window_end = self._restarts[0] if self._restarts else math.inf
+        self._reset_window()
         self.tuning = self.adapt and n_tune != 0
+
+    def _restart_steps(self, n_tune: int | None) -> list[int]:
+        """The steps after which dual averaging restarts (:attr:`RESTARTS`)."""
+        if n_tune is None:
+            return []
+        steps, previous = [], 0
+        for fraction in self.RESTARTS:
+            step = int(n_tune * fraction)
+            if step - previous >= self._MIN_WINDOW and n_tune - step >= self._MIN_WINDOW:
+                steps.append(step)
+                previous = step
+        return steps
+
+    def _reset_window(self) -> None:
+        """Start a new window: its log scales and the signals they produced."""
+        self._window_log_scales: list[float] = []
+        self._window_signals: list[float] = []
 
     def update(self, accept_prob: float) -> None:
         """Record the acceptance probability of one draw and move the scale.
@@ -98,25 +155,40 @@ class ScaleAdapter:
         """
         if not self.tuning:
             return
-        used = math.log(self.scale)  # the scale that produced this acceptance probability
+        self._update(accept_prob)
+
+    def _update(self, signal: float) -> None:
+        """One step of dual averaging on the signal (an acceptance probability, or what
+        stands for one), recorded in the window; restart or stop where due."""
+        if math.isnan(signal):
+            signal = 0.0
+        used = math.log(self.scale)  # the scale that produced this signal
         self._state = dual_averaging_update(
             self._state,
-            accept_prob,
+            signal,
             self.target_accept,
             math.log(self.lower),
             math.log(self.upper),
+            gamma=self._GAMMA if self._step < self._first_window_end else self._REFINE_GAMMA,
         )
         self.scale = min(max(math.exp(self._state.log_scale), self.lower), self.upper)
-        if self.n_tune is not None and self._state.step > self.n_tune // 2:
-            self._late_sum += used
-            self._late_accept += accept_prob
-            self._late_count += 1
-            self._late_xx += used * used
-            self._late_xy += used * accept_prob
-            self._late_min = min(self._late_min, used)
-            self._late_max = max(self._late_max, used)
-        if self.n_tune is not None and self._state.step >= self.n_tune:
-            self.stop()
+        self._step += 1
+        if self.n_tune is not None:
+            self._window_log_scales.append(used)
+            self._window_signals.append(float(signal))
+            if self._restarts and self._step == self._restarts[0]:
+                self._restart()
+            elif self._step >= self.n_tune:
+                self.stop()
+
+    def _restart(self) -> None:
+        """End a window: dual averaging starts again from the window's estimate (its
+        shrinkage point too: the scale is about right, and is refined, not searched)."""
+        del self._restarts[0]
+        estimate = min(max(math.exp(self._window_solution()), self.lower), self.upper)
+        self._state = dual_averaging_init(estimate, shrink_factor=1.0)
+        self.scale = estimate
+        self._reset_window()
 
     def snapshot(self) -> dict:
         """Everything the tuner holds (settings, scale, averages), as a deep copy.
@@ -144,9 +216,19 @@ class ScaleAdapter:
             setattr(self, name, value)
 
     @property
+    def _late_count(self) -> int:
+        """Number of updates in the current window."""
+        return len(self._window_signals)
+
+    @property
     def late_acceptance(self) -> float:
-        """Mean acceptance probability over the second half of tuning (NaN before)."""
-        return self._late_accept / self._late_count if self._late_count else float("nan")
+        """Mean acceptance probability over the current window of tuning (the second
+        half, once it is reached), weighted toward its end as the fit is; NaN before
+        any update."""
+        if not self._window_signals:
+            return float("nan")
+        signals = np.asarray(self._window_signals)
+        return float(np.average(signals, weights=np.arange(1.0, signals.size + 1.0)))
 
     def stuck_below_target(self, margin: float = 0.15) -> bool:
         """Whether tuning ended at the lower bound with the acceptance rate still more
@@ -158,40 +240,206 @@ class ScaleAdapter:
             and self.late_acceptance < self.target_accept - margin
         )
 
-    #: fewer late updates than this: no line, the geometric mean
-    _MIN_FOR_LINE = 20
+    #: shape of the curve fitted to the window (:func:`fitted_crossing`)
+    _LINK = "scaling"
 
-    def _late_solution(self) -> float:
-        """Log scale at which the least-squares line of the late acceptance probabilities
-        against log scale meets the target, within the late range; the mean log scale
-        if the line does not fall."""
-        n = self._late_count
-        mean_x = self._late_sum / n
-        if n < self._MIN_FOR_LINE:
-            return mean_x
-        mean_y = self._late_accept / n
-        var_x = self._late_xx / n - mean_x * mean_x
-        if not var_x > 1e-12 * max(1.0, mean_x * mean_x):
-            return mean_x
-        slope = (self._late_xy / n - mean_x * mean_y) / var_x
-        if not slope < 0.0:
-            return mean_x
-        solution = mean_x + (self.target_accept - mean_y) / slope
-        return min(max(solution, self._late_min), self._late_max)
+    def _window_solution(self) -> float:
+        """Log scale at which the curve fitted to the window's signals meets the target
+        (:func:`fitted_crossing`), within the window's range of log scales."""
+        log_scales = np.asarray(self._window_log_scales)
+        signals = np.asarray(self._window_signals)
+        weights = np.arange(1.0, signals.size + 1.0)  # the k-th step of the window: k
+        if signals.size < self._MIN_FOR_LINE:
+            return float(np.average(log_scales, weights=weights))
+        return fitted_crossing(log_scales, signals, weights, self.target_accept, self._LINK)
 
     def stop(self) -> None:
         """Freeze the averaged scale; later updates leave it unchanged.
 
-        With a known number of tuning draws the frozen value comes from the second half
-        of tuning (the first half is the transient from the initial scale): the scale
-        where the least-squares line of acceptance against log scale meets the target
-        (module docstring); otherwise it is the dual-averaging average.
+        With a known number of tuning draws the frozen value comes from the last window
+        of tuning (the second half; before it, the transient from the initial scale and
+        from the chain's start): the scale where the curve of acceptance against log
+        scale meets the target (module docstring); otherwise it is the
+        dual-averaging average.
         """
         if self.tuning and self._late_count > 0:
-            final = math.exp(self._late_solution())
+            final = math.exp(self._window_solution())
         elif self.tuning and self._state.step > 0:
             final = dual_averaging_final(self._state)
         else:
             final = self.scale
         self.scale = min(max(final, self.lower), self.upper)
         self.tuning = False
+
+
+def _scaling_link(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mu = 2 Phi(-exp(eta))`` and ``d mu / d eta``: the optimal-scaling curve (eta
+    beyond 4 is as good as infinite: mu and its slope are 0 in double precision)."""
+    scale = np.exp(np.minimum(eta, 4.0))
+    return 2.0 * ndtr(-scale), -2.0 * np.exp(-0.5 * scale * scale) / _SQRT_2PI * scale
+
+
+def _logistic_link(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mu = 1 / (1 + exp(-eta))`` and ``d mu / d eta``."""
+    mu = 1.0 / (1.0 + np.exp(-np.clip(eta, -700.0, 700.0)))
+    return mu, mu * (1.0 - mu)
+
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+#: link name -> (inverse link with its derivative, link of a number in (0, 1))
+LINKS = {
+    "scaling": (_scaling_link, lambda a: math.log(-float(ndtri(a / 2.0)))),
+    "logit": (_logistic_link, lambda a: math.log(a / (1.0 - a))),
+}
+
+
+def fitted_crossing(x: np.ndarray, y: np.ndarray, weights: np.ndarray, target: float,
+                    link: str = "scaling") -> float:
+    """Where a falling curve ``y = mu(b0 + b1 (x - mean x))``, fitted to ``y`` (values
+    in [0, 1]) against ``x`` with ``weights``, meets ``target``, within ``[min x, max x]``;
+    the weighted mean of ``x`` if the fitted curve does not fall, or ``x`` does not vary.
+
+    ``link="scaling"``: ``mu(eta) = 2 Phi(-exp(eta))``, the shape of the acceptance rate
+    against log R of the optimal-scaling limits (``2 Phi(-lambda R^k / 2)``, k = 3/2 for
+    locally balanced proposals and 1/2 for the random walk), which a line in log R fits
+    exactly; ``link="logit"``: the logistic curve. The fit maximises the weighted
+    Bernoulli quasi-likelihood of ``y`` (fractional ``y`` allowed) by Fisher scoring,
+    with a tiny ridge on ``b1`` so that separable data still give a finite slope.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import ndtr, ndtri
+    >>> x = np.linspace(0.0, 3.0, 301)
+    >>> y = 2.0 * ndtr(-0.05 * np.exp(1.5 * x) / 2.0)  # an LBP curve in x = log R
+    >>> root = np.log(2.0 * -ndtri(0.574 / 2.0) / 0.05) / 1.5
+    >>> bool(np.isclose(fitted_crossing(x, y, np.ones_like(x), 0.574), root, atol=1e-4))
+    True
+    >>> y = 1.0 / (1.0 + np.exp(3.0 * (x - 1.5)))  # a logistic curve, 1/2 at x = 1.5
+    >>> round(fitted_crossing(x, y, np.ones_like(x), 0.5, link="logit"), 4)
+    1.5
+    """
+    inverse, forward = LINKS[link]
+    mean_x = float(np.average(x, weights=weights))
+    z = x - mean_x
+    if not float(np.average(z * z, weights=weights)) > 1e-12 * max(1.0, mean_x * mean_x):
+        return mean_x
+    mean_y = min(max(float(np.average(y, weights=weights)), 1e-6), 1.0 - 1e-6)
+    b0, b1 = forward(mean_y), 0.0
+    ridge = 1e-6 * float(weights.sum())
+    for _ in range(100):
+        mu, slope = inverse(b0 + b1 * z)
+        mu = np.clip(mu, 1e-12, 1.0 - 1e-12)
+        variance = mu * (1.0 - mu)
+        info = weights * slope * slope / variance
+        score = weights * slope * (y - mu) / variance
+        g0, g1 = float(score.sum()), float((score * z).sum()) - ridge * b1
+        h00, h01 = float(info.sum()), float((info * z).sum())
+        h11 = float((info * z * z).sum()) + ridge
+        det = h00 * h11 - h01 * h01
+        if not det > 0.0:
+            break
+        d0 = (h11 * g0 - h01 * g1) / det
+        d1 = (h00 * g1 - h01 * g0) / det
+        b0, b1 = b0 + d0, b1 + d1
+        if not (math.isfinite(b0) and math.isfinite(b1)):
+            return mean_x
+        if max(abs(d0), abs(d1)) < 1e-10:
+            break
+    # mu falls with eta for the scaling link and rises for the logistic one
+    falls = b1 > 0.0 if link == "scaling" else b1 < 0.0
+    if not falls:
+        return mean_x
+    solution = mean_x + (forward(target) - b0) / b1
+    return min(max(solution, float(x.min())), float(x.max()))
+
+
+class PathLengthAdapter(ScaleAdapter):
+    """Tune the mean path length X of a path sampler toward the largest expected jump
+    per unit of cost, where no acceptance rate is known to be optimal.
+
+    Every step reports, before the update of its draw, its expected jump (the
+    acceptance probability times the Hamming distance of the proposal), its cost (in
+    evaluations of the model, :meth:`observe`) and on which side of X its path length
+    fell (``side``: positive for a path longer than X, negative for a shorter one,
+    scaled so that both halves weigh the same in expectation). A path length L is uniform
+    on {1, ..., 2X - 1}, so every X tries both shorter and longer paths: comparing their
+    jumps per unit of cost, in the same chain at the same time, says whether a larger X
+    would pay. Adding longer paths to the mix raises the jump per cost exactly when they
+    beat the mix's average, which is what the comparison asks.
+
+    A step's signal is ``1/2 + side * u / 2``, with ``u = (e - r) / (e + r)`` in
+    [-1, 1] comparing the step's jump per cost ``e`` with the running average ``r`` of the
+    last ~50 steps (bounded, so a rare long jump does not swamp it). Its mean is above
+    1/2 when long paths are the more efficient ones. The mean signal of a draw's steps
+    goes through the windows and dual averaging of :class:`ScaleAdapter` toward 1/2, and
+    the frozen X is where the logistic curve of the signal against log X crosses 1/2 in
+    the last window (the window's geometric mean if it does not fall). The criterion
+    works whether or not the acceptance falls with X: on the parity model, where odd
+    paths are rejected and the acceptance rises with X, long paths still jump further
+    per evaluation, and X grows.
+
+    Parameters
+    ----------
+    initial_scale, lower, upper, adapt
+        As :class:`ScaleAdapter`.
+
+    Examples
+    --------
+    Longer paths jump further per unit of cost: X grows.
+
+    >>> tuner = PathLengthAdapter(2.0, 1.5, 100.0)
+    >>> tuner.start(n_tune=200)
+    >>> for k in range(200):
+    ...     side = 1.0 if k % 2 else -1.0  # long and short paths in turn
+    ...     tuner.observe(jump=4.0 if side > 0 else 1.0, cost=2.0, side=side)
+    ...     tuner.update(0.9)
+    >>> tuner.scale > 2.0 and not tuner.tuning
+    True
+    """
+
+    #: weight of the past in the running average of the jump per cost (about 50 steps)
+    _DECAY = 0.98
+    #: the signal is no acceptance rate: a logistic curve, not the optimal-scaling one
+    _LINK = "logit"
+    #: the signal is weak beside its noise, and the best X may be far from the start:
+    #: every window searches
+    _REFINE_GAMMA = 0.05
+
+    def __init__(self, initial_scale: float, lower: float, upper: float,
+                 adapt: bool = True) -> None:
+        super().__init__(0.5, initial_scale, lower, upper, adapt=adapt)
+
+    def start(self, n_tune: int | None) -> None:
+        super().start(n_tune)
+        self._pending: list[float] = []  # signals of the steps observed since the update
+        self._jump_avg = 0.0  # decayed sums of the jumps and costs of recent steps
+        self._cost_avg = 0.0
+
+    def observe(self, jump: float, cost: float, side: float) -> None:
+        """Record what one step did, before its :meth:`update`: its expected jump, its
+        cost (> 0) and the side of X its path length fell on (in [-1, 1], 0 for L = X)."""
+        if not self.tuning:
+            return
+        jump = jump if jump > 0.0 else 0.0  # NaN counts as no jump
+        efficiency = jump / cost
+        average = self._jump_avg / self._cost_avg if self._cost_avg > 0.0 else 0.0
+        total = efficiency + average
+        u = (efficiency - average) / total if total > 0.0 else 0.0
+        self._pending.append(0.5 + 0.5 * side * u)
+        self._jump_avg = self._DECAY * self._jump_avg + jump
+        self._cost_avg = self._DECAY * self._cost_avg + cost
+
+    def update(self, accept_prob: float) -> None:
+        """Move X on the mean signal of the steps :meth:`observe` recorded since the last
+        update (the steps of one draw, which all ran at the same X); the acceptance
+        probability itself is not the criterion. Without an observed step the signal is
+        neutral (1/2)."""
+        if not self.tuning:
+            return
+        pending, self._pending = self._pending, []
+        self._update(sum(pending) / len(pending) if pending else 0.5)
+
+    def stuck_below_target(self, margin: float = 0.15) -> bool:
+        """Never: there is no acceptance rate to reach."""
+        return False

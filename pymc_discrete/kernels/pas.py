@@ -37,14 +37,14 @@ only scores moves, keeps a compensated running total instead of a tree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import (
-    StepInfo,
     kernel_seed,
     metropolis_hastings,
     probabilistic_round,
@@ -66,10 +66,12 @@ from pymc_discrete.kernels.weights import (
 
 __all__ = [
     "PathState",
+    "PathStepInfo",
     "draw_path_length",
     "init_path_state",
     "pas_step",
     "pafs_step",
+    "path_length_contrast",
     "path_logprob",
 ]
 
@@ -115,8 +117,75 @@ class PathState(NamedTuple):
     site_weights: np.ndarray
 
 
+class PathStepInfo(NamedTuple):
+    """What one path step did: :class:`~pymc_discrete.kernels.common.StepInfo`'s fields
+    and the Hamming distance of the proposal.
+
+    Attributes
+    ----------
+    accept_prob : float
+        ``min(1, exp(log_alpha))`` of the proposal (0 if the path was impossible).
+    accepted : bool
+        Whether the proposal became the new state.
+    n_proposed : int
+        The path length L.
+    distance : int
+        Number of sites at which the proposal (the end of the path) differs from the
+        current point, accepted or not (0 if the path was impossible); ``accept_prob *
+        distance`` is the step's expected jump.
+
+    Examples
+    --------
+    >>> PathStepInfo(0.5, False, 3, 1).distance
+    1
+    """
+
+    accept_prob: float
+    accepted: bool
+    n_proposed: int
+    distance: int
+
+
+def path_length_contrast(scale: float, length: int) -> float:
+    """Weight of a path of ``length`` moves in the comparison of long and short paths at
+    mean length X = ``scale``: positive if L > X, negative if L < X, 0 if L = X, scaled
+    so that ``E[contrast * g(L)] = min(P(L > X), P(L < X)) (E[g | L > X] - E[g | L < X])``
+    for any g, under the path-length prior of :func:`draw_path_length` (X rounded
+    probabilistically, then L uniform on {1, ..., 2X - 1}). The weights lie in [-1, 1].
+
+    Examples
+    --------
+    With X = 1.5, L = 1 has probability 2/3 and L in {2, 3} 1/3:
+
+    >>> path_length_contrast(1.5, 1), path_length_contrast(1.5, 2)
+    (-0.5, 1.0)
+    >>> path_length_contrast(3.0, 3)
+    0.0
+    """
+    below, above = _path_length_sides(scale)
+    if length > scale and above > 0.0:
+        return min(1.0, below / above)
+    if length < scale and below > 0.0:
+        return -min(1.0, above / below)
+    return 0.0
+
+
+def _path_length_sides(scale: float) -> tuple[float, float]:
+    """``P(L < X)`` and ``P(L > X)`` under the path-length prior with mean ``scale``."""
+    base = max(1, min(math.floor(scale), _MAX_HALF_LENGTH))
+    frac = scale - base if base < _MAX_HALF_LENGTH else 0.0
+    below = above = 0.0
+    for half, weight in ((base, 1.0 - frac), (base + 1, frac)):
+        if weight <= 0.0:
+            continue
+        n = 2 * half - 1
+        below += weight * min(max(math.ceil(scale) - 1, 0), n) / n
+        above += weight * min(max(n - math.floor(scale), 0), n) / n
+    return below, above
+
+
 # ---- weights of one site ---------------------------------------------------------------
-@numba.njit(cache=True)
+@njit_cached
 def _site_total(potentials, i, current, log_scale, code):
     """Scaled total weight of moving site i (at value ``current``) and the largest log
     weight among its moves."""
@@ -133,7 +202,7 @@ def _site_total(potentials, i, current, log_scale, code):
     return total, top
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _row_top_ratio(potentials, i, current) -> float:
     """Largest log-ratio of any move of site i from value ``current`` (-inf if none)."""
     base = potentials[i, current]
@@ -145,7 +214,7 @@ def _row_top_ratio(potentials, i, current) -> float:
     return top
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _site_weights_at(z, potentials, code):
     """Scaled site weights of every site at z and their common log scale (the largest
     log weight of any move, so no weight overflows)."""
@@ -162,18 +231,21 @@ def _site_weights_at(z, potentials, code):
     return weights, log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old_log_scale,
                           code):
-    """:func:`_site_weights_at`, copying the old weight of every site whose value and
-    potentials are unchanged (bitwise); the others are computed on the old scale unless
-    it no longer fits."""
+    """:func:`_site_weights_at`, bitwise, copying the old weight of every site whose value
+    and potentials are unchanged (bitwise) when the scale (the log weight of the largest
+    ratio) is unchanged too; a new scale recomputes every weight. The state is then a
+    function of its point alone, not of the states before it, so a chain resumed from
+    its point (a restored ``sampling_state``) continues bit for bit."""
     n, k = potentials.shape
-    if not old_log_scale > -np.inf:
+    top = -np.inf  # g is increasing: the largest weight is that of the largest ratio
+    for i in range(n):
+        top = max(top, _row_top_ratio(potentials, i, z[i]))
+    if not top > -np.inf or log_g(top, code) != old_log_scale:
         return _site_weights_at(z, potentials, code)
     weights = np.empty(n)
-    changed = np.zeros(n, np.bool_)
-    top = -np.inf
     for i in range(n):
         same = z[i] == old_z[i]
         if same:
@@ -183,22 +255,12 @@ def _site_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old
                     break
         if same:
             weights[i] = old_weights[i]
-            continue
-        changed[i] = True
-        top = max(top, _row_top_ratio(potentials, i, z[i]))
-    if top > -np.inf and log_g(top, code) - old_log_scale > RESCALE_EFOLDS:
-        return _site_weights_at(z, potentials, code)
-    total = 0.0
-    for i in range(n):
-        if changed[i]:
+        else:
             weights[i] = _site_total(potentials, i, z[i], old_log_scale, code)[0]
-        total += weights[i]
-    if not total > SMALLEST_TOTAL:
-        return _site_weights_at(z, potentials, code)
     return weights, old_log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _move_site(tree, potentials, z, i, c, log_scale, code) -> float:
     """Set ``z[i] = c`` and its leaf; rebuild the whole tree at a new scale if the new
     weights would overflow or the total underflow. Returns the log scale in use."""
@@ -213,7 +275,7 @@ def _move_site(tree, potentials, z, i, c, log_scale, code) -> float:
     return log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _draw_move(tree, potentials, z, log_scale, code):
     """Draw (site, new value) with probability ``w(i, c) / Z(z)``; returns the site, the
     value and the log-probability (site -1 when no move is possible)."""
@@ -247,13 +309,13 @@ def _draw_move(tree, potentials, z, log_scale, code):
     return i, c, lw_c - log_scale - np.log(total)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _seeded_draw_move(tree, potentials, z, log_scale, code, seed):
     np.random.seed(seed)
     return _draw_move(tree, potentials, z, log_scale, code)
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _move_logprob(tree, potentials, z, i, c, log_scale, code) -> float:
     """Log-probability of moving site i of z to value c: ``log w(i, c) - log Z(z)``."""
     total = tree_total(tree)
@@ -267,7 +329,7 @@ def _move_logprob(tree, potentials, z, i, c, log_scale, code) -> float:
 
 
 # ---- paths -----------------------------------------------------------------------------
-@numba.njit(cache=True)
+@njit_cached
 def _linearised_forward(x, potentials, log_scale, site_weights, length, code, seed):
     """Draw a path of ``length`` moves under the linearisation at x (numba's generator
     seeded with ``seed``).
@@ -292,7 +354,7 @@ def _linearised_forward(x, potentials, log_scale, site_weights, length, code, se
     return z, sites, previous, logq
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous, code):
     """Log-probability of walking the path back from y under the linearisation at y."""
     tree = tree_from_leaves(site_weights)
@@ -317,13 +379,13 @@ def _linearised_reverse(y, potentials, log_scale, site_weights, sites, previous,
 _RECOMPUTE_RATIO = 2.0**20
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _flip_ratio(potentials, i, value) -> float:
     """Log-ratio of moving site i from ``value`` to the other value (-inf if impossible)."""
     return potentials[i, 1 - value] - potentials[i, value]
 
 
-@numba.njit(cache=True)
+@njit_cached
 def binary_weights_at(z, potentials, code):
     """Scaled weight of every site's move at z and their log scale (the log weight of the
     largest ratio, so no weight exceeds 1).
@@ -351,33 +413,32 @@ def binary_weights_at(z, potentials, code):
     return weights, log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def binary_weights_reusing(z, potentials, old_z, old_potentials, old_weights, old_log_scale,
                            code):
-    """:func:`binary_weights_at`, copying the old weight of every site whose value and
-    potentials are bitwise unchanged and computing the others on the old scale (unless it
-    no longer fits: then everything is recomputed)."""
+    """:func:`binary_weights_at`, bitwise, copying the old weight of every site whose
+    value and potentials are bitwise unchanged when the scale (the log weight of the
+    largest ratio) is unchanged too; a new scale recomputes every weight (a state is a
+    function of its point alone, as :func:`_site_weights_reusing` explains)."""
     n = z.size
-    if not old_log_scale > -np.inf:
+    top = -np.inf
+    for i in range(n):
+        d = _flip_ratio(potentials, i, z[i])
+        if d > top:
+            top = d
+    if not top > -np.inf or log_g(top, code) != old_log_scale:
         return binary_weights_at(z, potentials, code)
     weights = np.empty(n)
-    total = 0.0
     for i in range(n):
         if (z[i] == old_z[i] and potentials[i, 0] == old_potentials[i, 0]
                 and potentials[i, 1] == old_potentials[i, 1]):
             weights[i] = old_weights[i]
         else:
-            d = _flip_ratio(potentials, i, z[i])
-            if d > -np.inf and log_g(d, code) - old_log_scale > RESCALE_EFOLDS:
-                return binary_weights_at(z, potentials, code)
-            weights[i] = weight_at_scale(d, old_log_scale, code)
-        total += weights[i]
-    if not total > SMALLEST_TOTAL:
-        return binary_weights_at(z, potentials, code)
+            weights[i] = weight_at_scale(_flip_ratio(potentials, i, z[i]), old_log_scale, code)
     return weights, old_log_scale
 
 
-@numba.njit(cache=True)
+@njit_cached
 def binary_forward(x, potentials, log_scale, site_weights, length, code, seed):
     """Draw a path of ``length`` moves from x under the linearisation anchored at x.
 
@@ -411,7 +472,7 @@ def binary_forward(x, potentials, log_scale, site_weights, length, code, seed):
     return z, sites, previous, logq
 
 
-@numba.njit(cache=True)
+@njit_cached
 def binary_reverse(y, potentials, log_scale, site_weights, sites, previous, code) -> float:
     """Log-probability of walking the path back from y (undoing ``sites`` in reverse order)
     under the linearisation anchored at y."""
@@ -536,11 +597,12 @@ def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float
 
 
 def _finish(state: PathState, proposed: PathState, log_q_ratio: float, u_accept: float,
-            length: int) -> tuple[PathState, StepInfo]:
+            length: int) -> tuple[PathState, PathStepInfo]:
     accepted, prob = metropolis_hastings(state.logp, proposed.logp, log_q_ratio, u_accept)
+    distance = int(np.count_nonzero(proposed.x != state.x))
     if not accepted:
-        return state, StepInfo(prob, False, length)
-    return proposed, StepInfo(prob, True, length)
+        return state, PathStepInfo(prob, False, length, distance)
+    return proposed, PathStepInfo(prob, True, length, distance)
 
 
 def pafs_step(
@@ -549,7 +611,7 @@ def pafs_step(
     rng: np.random.Generator,
     logp_and_ratios: LogpAndRatios,
     code: int,
-) -> tuple[PathState, StepInfo]:
+) -> tuple[PathState, PathStepInfo]:
     """One M-H step of the fast path auxiliary sampler (linearised proposals).
 
     Parameters
@@ -568,8 +630,9 @@ def pafs_step(
     Returns
     -------
     new_state : PathState
-    info : StepInfo
-        ``n_proposed`` is the path length L.
+    info : PathStepInfo
+        ``n_proposed`` is the path length L, ``distance`` the Hamming distance of the
+        path's end from x.
 
     Examples
     --------
@@ -591,7 +654,7 @@ def pafs_step(
         state.x, state.potentials, state.log_scale, state.site_weights, length, code, seed
     )
     if not logq_forward > -np.inf:
-        return state, StepInfo(0.0, False, length)
+        return state, PathStepInfo(0.0, False, length, 0)
     proposed = init_path_state(y, logp_and_ratios, code, previous=state)
     logq_reverse = reverse(
         y, proposed.potentials, proposed.log_scale, proposed.site_weights, sites, previous,
@@ -606,7 +669,7 @@ def pas_step(
     rng: np.random.Generator,
     logp_and_ratios: LogpAndRatios,
     code: int,
-) -> tuple[PathState, StepInfo]:
+) -> tuple[PathState, PathStepInfo]:
     """One M-H step of the path auxiliary sampler with exact local ratios at every point
     of the path (L evaluations of the ratios per draw).
 
@@ -626,7 +689,7 @@ def pas_step(
     Returns
     -------
     new_state : PathState
-    info : StepInfo
+    info : PathStepInfo
         As :func:`pafs_step`.
 
     Examples
@@ -651,7 +714,7 @@ def pas_step(
             tree, current.potentials, z, current.log_scale, code, kernel_seed(rng)
         )
         if i < 0:
-            return state, StepInfo(0.0, False, length)
+            return state, PathStepInfo(0.0, False, length, 0)
         z[i] = c
         following = init_path_state(z, logp_and_ratios, code, previous=current)
         tree = tree_from_leaves(following.site_weights)  # also the next move's tree

@@ -20,7 +20,7 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
-from pymc.step_methods.state import WithSamplingState, dataclass_state
+from pymc.step_methods.state import dataclass_state
 from rich.progress import TextColumn
 from rich.table import Column
 
@@ -85,7 +85,9 @@ STALLED_DRAWS_FAILING = 100
 class SiteBlockStepState(StepMethodState):
     """What a chain of a :class:`SiteBlockStep` carries from draw to draw, as PyMC's
     ``sampling_state``: the scale's tuner (its scale and averages), the tuning record
-    that decides whether a chain never moved, and the progress bar's running means.
+    that decides whether a chain never moved, the progress bar's running means and the
+    kernel's state at the last draw (``pm.sample`` restores it before every sequential
+    chain; a ``ZarrTrace`` stores it at the end of each chain).
 
     The settings are frozen fields: a state only goes back into a step built with the
     same variables, target and steps per draw.
@@ -101,6 +103,11 @@ class SiteBlockStepState(StepMethodState):
     _phase_accept_sum: float
     _phase_jump_sum: float
     _stalled: int
+    # the kernel's state at the last draw and the other variables' values it was computed
+    # at: a restored chain continues bit for bit (recomputing the weights from scratch
+    # rounds differently from updating them)
+    _state: object
+    _shared_seen: list | None
     target_accept: float = field(metadata={"frozen": True})
     steps_per_draw: int = field(metadata={"frozen": True})
 
@@ -253,19 +260,6 @@ class SiteBlockStep(ArrayStepShared):
     def _tuner(self, snapshot: dict) -> None:
         self.adapter.restore(snapshot)
 
-    @property
-    def sampling_state(self) -> SiteBlockStepState:
-        """The chain's state as PyMC saves it (``pm.sample`` restores it before every
-        sequential chain; a ``ZarrTrace`` stores it at the end of each chain)."""
-        return WithSamplingState.sampling_state.fget(self)
-
-    @sampling_state.setter
-    def sampling_state(self, state: SiteBlockStepState) -> None:
-        WithSamplingState.sampling_state.fset(self, state)
-        # what was computed from the old point is recomputed at the next draw
-        self._state = None
-        self._shared_seen = None
-
     def _reset_tuning_record(self) -> None:
         self._tune_steps = 0  # M-H steps of this chain's tuning
         self._tune_moves = 0  # of which accepted moves (stays excluded)
@@ -341,8 +335,9 @@ class SiteBlockStep(ArrayStepShared):
         return None
 
     def _tuning_updates(self) -> int | None:
-        """Number of M-H steps of the tune phase (the tuner updates after every step)."""
-        return None if self._n_tune is None else self._n_tune * self.steps_per_draw
+        """Number of updates of the tuner in the tune phase: one per draw, with the mean
+        acceptance probability of the draw's steps."""
+        return self._n_tune
 
     @property
     def _target_stat(self) -> float:
@@ -394,8 +389,10 @@ class SiteBlockStep(ArrayStepShared):
         state, info = self._run_steps(state, scale, self.steps_per_draw)
         self._state = state
         if self.tune:
-            for prob in info.accept_prob:
-                self.adapter.update(float(prob))
+            # one update per draw, at the scale every step of the draw used: updating after
+            # each step would move the scale between steps that all ran at the old one,
+            # and credit their acceptance to scales they never used
+            self.adapter.update(float(info.accept_prob.sum()) / len(info.accept_prob))
             self._record_tuning(info)
         n_steps = len(info.accept_prob)
         stats = {  # sums of short arrays: np.mean's overhead is 10 us a call

@@ -282,8 +282,8 @@ class InformedStep(SiteBlockStep):
         )
         self._on_proposal_changed()
         remaining = self._tuning_updates()
-        if remaining is not None:
-            remaining = max(remaining - n_steps, 1)
+        if remaining is not None:  # the tuner updates once per draw
+            remaining = max(remaining - n_steps // self.steps_per_draw, 1)
         self.adapter.start(remaining)
         self._reset_tuning_record()
 

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+import math
+import time
+
 import numpy as np
 from pymc.step_methods.compound import Competence
 
-from pymc_discrete.kernels.pas import init_path_state, pafs_step, pas_step
+from pymc_discrete.adaptation.scale import PathLengthAdapter, ScaleAdapter
+from pymc_discrete.kernels.common import StepsInfo
+from pymc_discrete.kernels.pas import (
+    init_path_state,
+    pafs_step,
+    pas_step,
+    path_length_contrast,
+)
 from pymc_discrete.pymc.informed_step import InformedStep
 
 __all__ = ["PAS"]
@@ -19,8 +30,9 @@ class PAS(InformedStep):
     the path's end as a whole with the path auxiliary Metropolis-Hastings ratio (Sun et
     al., Algorithm 1 and eq. 6). Composing local moves lets it cross valleys that
     single-site and without-replacement samplers cannot (e.g. the parity model). The path
-    length L is uniform on {1, ..., 2X - 1}; X is tuned during PyMC's tune phase toward
-    ``target_accept`` and frozen after.
+    length L is uniform on {1, ..., 2X - 1}; X is tuned during PyMC's tune phase and
+    frozen after: toward the largest expected jump per unit of cost (by default), or
+    toward an acceptance rate ``target_accept``.
 
     Parameters
     ----------
@@ -30,11 +42,14 @@ class PAS(InformedStep):
     weight : {"sqrt", "barker"}
         Locally balanced function ``sqrt(t)`` (the paper's choice) or ``t / (1 + t)``.
     proposal : {"auto", "gradient", "exact"}
-        ``"auto"`` (default): the gradient when its ratios are exact for the model
-        (checked against single-site moves at construction); otherwise the gradient only
-        if its single-move proposal agrees with the exact one well enough to pay for the
-        exact ratios' measured extra cost (agreement x cost ratio >= 1), else exact
-        ratios. ``proposal_reason`` says what was measured.
+        ``"auto"`` (default): a short trial of both proposals at X = 4 decides, by the
+        expected jump (acceptance probability x sites changed) per second: the gradient's
+        linearisation at x can be exact for single moves and still wrong along a path (on
+        the parity model it sends even paths back to x). Where the gradient's single-site
+        ratios are exact for the model (checked against single-site moves at
+        construction), the exact proposal evaluates that same gradient at every point of
+        the path, which is then exact and cheaper than the model's batched terms.
+        ``proposal_reason`` says what was measured.
         ``"gradient"`` (PAFS): every move of the forward path is scored with the
         first-order expansion of the relaxed log density at x, every move of the reverse
         path with the expansion at y, so a draw costs one logp+gradient call plus
@@ -48,27 +63,32 @@ class PAS(InformedStep):
         or the chain can be periodic) and ``max(1.5, N)``, N the number of sites.
         Default: 2.
     adapt : bool
-        Tune X during PyMC's tune phase (dual averaging on log X, averaged iterate frozen
-        at the end of tuning).
+        Tune X during PyMC's tune phase (windowed dual averaging on log X, the criterion
+        below; the value frozen at the end of tuning comes from the last window).
     steps_per_draw : int
         Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
         of sites proposed, ``jump_distance`` the sites changed over the whole draw.
-    target_accept : float
-        Acceptance rate X is tuned toward, in (0, 1). The default 0.574 is the optimum
-        of the locally balanced proposal that changes several sites at once (Sun et al.
-        give none for paths); ``benchmarks/run_path.py`` shows the tuned X near the X of
-        largest expected jump per second on the Ising model.
+    target_accept : float, optional
+        Default None: X is tuned toward the largest expected jump per unit of cost
+        (:class:`~pymc_discrete.adaptation.scale.PathLengthAdapter`): every X mixes
+        shorter and longer paths, and X grows while the longer ones jump further per
+        evaluation of the model than the shorter ones. No acceptance rate is known to
+        be optimal for paths (Sun et al. give none), and the acceptance need not fall as
+        X grows: on the parity model it rises (odd paths change the parity and are
+        rejected), and tuning toward a rate would drive X to the single-site sampler. A
+        number in (0, 1) tunes X toward that acceptance rate instead (0.574, the optimum of
+        the locally balanced proposal that changes several sites at once, was the
+        previous default).
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
     max_path_length : float, optional
         Upper bound of X for the tuner, at least 1.5. Default: N for the gradient proposal (a path
         costs O(N + L log N), so long paths are cheap) and ``min(N, 32)`` for the exact
-        one (every move costs an evaluation of the model, so the acceptance rate alone
-        would buy long paths at a cost that grows with them).
+        one (every move costs an evaluation of the model).
 
     Attributes
     ----------
@@ -88,7 +108,11 @@ class PAS(InformedStep):
     -----
     Sampler statistics per draw: ``accept``, ``accepted``, ``scaling`` (X used),
     ``n_proposed`` (the path length L) and ``jump_distance`` (Hamming distance between
-    the old and the new point; a path may return sites to their values).
+    the old and the new point; a path may return sites to their values);
+    ``target_accept`` is NaN unless X is tuned toward an acceptance rate. For PyMC's
+    progress bar every step also reports ``mean_accept`` and ``mean_jump`` (running means
+    over the draws of the phase, tuning then sampling) and ``stalled`` (consecutive draws
+    that left the block unchanged; the bar turns red at 100).
 
     Examples
     --------
@@ -110,8 +134,10 @@ class PAS(InformedStep):
     def _stuck_advice(self) -> str | None:
         return (
             "On targets where only some path lengths can be accepted (e.g. the parity "
-            "model, where odd paths change the parity) the acceptance rises with X and the "
-            "tuner cannot find it: fix the path length, e.g. PAS(path_length=10, adapt=False)."
+            "model, where odd paths change the parity) the acceptance rises with X and "
+            "no X reaches the target: leave target_accept at None (X tuned for the jump "
+            "per unit of cost), or fix the path length, e.g. "
+            "PAS(path_length=10, adapt=False)."
         )
 
     def __init__(
@@ -124,7 +150,7 @@ class PAS(InformedStep):
         max_path_length: float | None = None,
         adapt: bool = True,
         steps_per_draw: int = 1,
-        target_accept: float = 0.574,
+        target_accept: float | None = None,
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -133,9 +159,15 @@ class PAS(InformedStep):
     ) -> None:
         self._choose_proposal(weight, proposal)
         self._max_path_length = max_path_length
+        #: whether X is tuned for the jump per cost (else toward ``target_accept``)
+        self.tunes_for_jumps = target_accept is None
+        #: whether the exact proposal evaluates the relaxation's gradient (exact for
+        #: this model) rather than the model's batched terms
+        self._exact_from_gradient = False
         super().__init__(
             vars,
-            target_accept=target_accept,
+            # the jump criterion's signal is tuned toward 1/2 (PathLengthAdapter)
+            target_accept=0.5 if target_accept is None else target_accept,
             initial_scale=path_length,
             adapt=adapt,
             steps_per_draw=steps_per_draw,
@@ -148,6 +180,181 @@ class PAS(InformedStep):
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         self._compile_ratios(compile_kwargs)
+
+    def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter:
+        """The bounds of :class:`SiteBlockStep`; a :class:`PathLengthAdapter` unless an
+        acceptance rate was asked for."""
+        adapter = super()._build_adapter(initial_scale, adapt)
+        if not self.tunes_for_jumps:
+            return adapter
+        return PathLengthAdapter(adapter.initial_scale, adapter.lower, adapter.upper,
+                                 adapt=adapter.adapt)
+
+    @property
+    def _target_stat(self) -> float:
+        """The ``target_accept`` stat: NaN when X is tuned for the jump per cost (no
+        acceptance rate is aimed at) or fixed."""
+        if self.tunes_for_jumps or not self.adapter.adapt:
+            return float("nan")
+        return self.target_accept
+
+    def _path_cost(self, length: int) -> float:
+        """Cost of a step with a path of ``length`` moves, in evaluations of the model:
+        one for the step's own overhead (PyMC's bookkeeping of a draw is of that order),
+        plus one evaluation per move with exact ratios, or one logp+gradient call and a
+        walk of O(L (K + log N)) operations beside the O(N) of the call with the
+        gradient."""
+        if self.proposal == "exact":
+            return 1.0 + length
+        return 2.0 + length * self._move_cost
+
+    @functools.cached_property
+    def _move_cost(self) -> float:
+        """(K + log2 N) / N: a linearised move beside an O(N) evaluation."""
+        n = max(self.n_sites, 1)
+        return (float(np.max(self.n_categories, initial=2)) + math.log2(n + 1)) / n
+
+    def _run_steps(self, state, scale: float, n_steps: int) -> tuple[object, StepsInfo]:
+        """The draw's steps; while X is tuned for the jump per cost, each step's expected
+        jump, cost and side of X go to the tuner before its acceptance does."""
+        observe = (self.tune and self.adapter.tuning
+                   and isinstance(self.adapter, PathLengthAdapter))
+        infos = []
+        for _ in range(n_steps):
+            state, info = self._kernel_step(state, scale)
+            if observe:
+                self.adapter.observe(
+                    info.accept_prob * info.distance,
+                    self._path_cost(info.n_proposed),
+                    path_length_contrast(scale, info.n_proposed),
+                )
+            infos.append(info)
+        return state, StepsInfo.from_steps(infos)
+
+    #: mean path length X of the trials of ``proposal="auto"``: long enough that the paths
+    #: differ from single moves (at X = 1.5 most paths are one move long)
+    AUTO_TRIAL_PATH_LENGTH = 4.0
+
+    def _choose_between_gradient_and_exact(self) -> None:
+        """``proposal="auto"`` for paths: keep the gradient (PAFS) unless exact ratios
+        along the path (PAS) jump further per second. Says why.
+
+        A gradient whose single-site ratios are exact is not enough: PAFS scores every
+        move of a path with the expansion at x, which is exact only for the first move.
+        Both proposals run :attr:`AUTO_TRIAL_STEPS` steps at X =
+        :attr:`AUTO_TRIAL_PATH_LENGTH`, with the other variables at their initial values
+        and again moved around them; the expected jump (acceptance probability x
+        sites changed) per second of measured step time decides, in the setting where
+        the gradient does worse. Where the gradient's single-site ratios are exact, the
+        exact proposal evaluates the gradient at every point of the path (exact there
+        too, and cheaper than the model's batched terms); otherwise it uses the model's
+        exact ratios, from a draw of their exact conditionals.
+        """
+        gradient = self._logp_and_ratios
+        x0 = self._sites_of(self._initial_point)
+        if self.ratios_are_exact:
+            exact, starts = gradient, None
+        else:
+            self._compile_exact_ratios()
+            exact = self._logp_and_ratios
+            starts = self._conditional_draws(exact, x0)
+        scale = min(self.AUTO_TRIAL_PATH_LENGTH, self._max_scale_for("exact"),
+                    self._max_scale_for("gradient"))
+        rng = np.random.default_rng(0)
+        trials = []
+        try:
+            for k, perturb in enumerate((False, True)):
+                self._set_other_variables(perturb, rng)
+                start = x0 if starts is None else starts[k]
+                trials.append((self._trial_jumps(gradient, "gradient", start, scale),
+                               self._trial_jumps(exact, "exact", start, scale)))
+        finally:
+            self._set_other_variables(False, rng)
+
+        def rate(trial):
+            jump, seconds = trial
+            return jump / max(seconds, 1e-9)
+
+        # the setting where the gradient does worst against exact ratios decides
+        (jump_g, sec_g), (jump_e, sec_e) = min(trials, key=lambda t: rate(t[0]) - rate(t[1]))
+        source = ("the gradient evaluated at every point of the path (its single-site "
+                  "ratios are exact for this model)" if exact is gradient
+                  else "the model's exact ratios")
+        summary = (
+            f"in {self.AUTO_TRIAL_STEPS} trial steps at X = {scale:g} the gradient "
+            f"proposal (PAFS) jumped {jump_g:.2f} sites per step at {sec_g * 1e3:.3f} ms a "
+            f"step and exact ratios along the path (PAS, {source}) {jump_e:.2f} at "
+            f"{sec_e * 1e3:.3f} ms (the worse of the initial and perturbed continuous "
+            "values for the gradient)"
+        )
+        if rate((jump_g, sec_g)) >= rate((jump_e, sec_e)):
+            self._logp_and_ratios = gradient
+            self.proposal = "gradient"
+            self.proposal_reason = f"{summary}: the gradient is kept"
+        else:
+            self._logp_and_ratios = exact
+            self.proposal = "exact"
+            self._exact_from_gradient = exact is gradient
+            self.ratios_are_exact = True
+            self.proposal_reason = f"{summary}: exact ratios are used"
+
+    def _max_scale_for(self, proposal: str) -> float:
+        saved, self.proposal = self.proposal, proposal
+        try:
+            return self._max_scale(self.n_sites)
+        finally:
+            self.proposal = saved
+
+    def _conditional_draws(self, exact, x0: np.ndarray) -> list[np.ndarray]:
+        """Starts of the trials: a sweep of the exact conditionals from the initial point
+        (rarely typical itself), with the other variables at their initial values and
+        moved around them (as the trials then run)."""
+        from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
+
+        rng = np.random.default_rng(0)
+        starts = []
+        try:
+            for perturb in (False, True):
+                self._set_other_variables(perturb, rng)
+                start, _ = blocked_gibbs_sweep(
+                    GibbsState(x0, 0.0), rng, exact.colour_conditionals,
+                    exact.colour_sites(), exact=True,
+                )
+                starts.append(start.x)
+        finally:
+            self._set_other_variables(False, rng)
+        return starts
+
+    def _trial_jumps(self, source, proposal: str, x: np.ndarray,
+                     scale: float) -> tuple[float, float]:
+        """Mean expected jump per step and seconds per step of a short run of this
+        step's kernel with the ratio source ``source`` at mean path length ``scale`` (its
+        own generator: the chain's is left untouched; one untimed step first, so that
+        compilation is not counted)."""
+        saved = self._logp_and_ratios, self.proposal, self.rng
+        try:
+            self._logp_and_ratios, self.proposal = source, proposal
+            self.rng = np.random.default_rng(1)
+            state = self._init_state(x)
+            if not np.isfinite(state.logp):
+                return 0.0, 1.0
+            self._kernel_step(state, scale)
+            total = 0.0
+            tick = time.perf_counter()
+            for _ in range(self.AUTO_TRIAL_STEPS):
+                state, info = self._kernel_step(state, scale)
+                total += info.accept_prob * info.distance
+            seconds = (time.perf_counter() - tick) / self.AUTO_TRIAL_STEPS
+            return total / self.AUTO_TRIAL_STEPS, seconds
+        finally:
+            self._logp_and_ratios, self.proposal, self.rng = saved
+
+    def _check_start(self, x: np.ndarray, logp: float) -> None:
+        """The relaxation check, deferred to the first point of positive probability,
+        also where the exact proposal evaluates the relaxation."""
+        super()._check_start(x, logp)
+        if self.proposal == "exact" and self._exact_from_gradient:
+            self._check_relaxation(self._current_point(x), None)
 
     def _on_proposal_changed(self) -> None:
         """Exact ratios now: their bound on X applies."""

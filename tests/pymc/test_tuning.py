@@ -60,9 +60,10 @@ def test_tuning_reaches_the_target_then_freezes_and_restarts_per_chain(
     assert scaling[0, 0] > 3.0  # R moved well away from 1 on N = 800 sites
 
 
-def test_tuning_counts_steps_with_several_steps_per_draw(product_bernoulli):
-    """With 4 steps per draw the tuner takes 4 updates per draw and still moves R in the
-    last draws of the tune phase (it ends with the tune phase, not a quarter into it)."""
+def test_tuning_counts_draws_with_several_steps_per_draw(product_bernoulli):
+    """With 4 steps per draw the tuner takes one update per draw (the mean acceptance
+    probability of its steps) and still moves R in the last draws of the tune phase (it
+    ends with the tune phase, not before)."""
     step = pmd.ALBP([product_bernoulli["x"]], model=product_bernoulli, steps_per_draw=4)
     with product_bernoulli:
         idata = pm.sample(step=step, draws=10, tune=200, chains=1, random_seed=1,
@@ -71,6 +72,20 @@ def test_tuning_counts_steps_with_several_steps_per_draw(product_bernoulli):
     warm = idata.warmup_sample_stats["scaling"].values[0]
     assert np.unique(warm[-20:]).size > 1
     assert np.unique(idata.sample_stats["scaling"].values).size == 1
+
+
+@pytest.mark.slow
+def test_many_steps_per_draw_land_on_the_target(product_bernoulli):
+    """16 steps per draw run at one scale; the tuner credits their mean acceptance to that
+    scale (when it moved after each step, the steps' acceptance was credited to scales
+    they never ran at, and the chains landed at 0.636 against 0.574)."""
+    step = pmd.ALBP([product_bernoulli["x"]], model=product_bernoulli, steps_per_draw=16)
+    with product_bernoulli:
+        idata = pm.sample(step=step, draws=250, tune=250, chains=2, cores=1, random_seed=1,
+                          progressbar=False, compute_convergence_checks=False)
+    accept = idata.sample_stats["accept"].values.mean(axis=1)
+    assert abs(accept.mean() - 0.574) < 0.035, accept
+    assert np.all(np.abs(accept - 0.574) < 0.05), accept
 
 
 def test_no_tuning_when_adapt_is_false(product_bernoulli):
