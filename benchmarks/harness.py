@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import arviz as az
 import numpy as np
@@ -33,10 +34,13 @@ __all__ = [
     "Measurement",
     "MixedMeasurement",
     "format_mixed_table",
+    "MeasuredRun",
+    "draws_measurement",
     "format_table",
     "machine_description",
     "measure",
     "measure_mixed",
+    "measure_run",
     "median_site_ess",
     "write_section",
 ]
@@ -194,37 +198,82 @@ def measure(
     -------
     Measurement
     """
+    return measure_run(model, label, make_step, var=var, draws=draws, tune=tune,
+                       chains=chains, seed=seed, initvals=initvals,
+                       warmup=warmup).measurement
+
+
+class MeasuredRun(NamedTuple):
+    """A measurement and what it was taken on, for correctness checks beside the speed."""
+
+    measurement: Measurement
+    #: the step that drew them
+    step: object
+    #: the post-tuning draws of the measured variable, (chain, draw, *shape)
+    draws: np.ndarray
+    #: the model's log density at every one of them, (chain, draw)
+    logp: np.ndarray
+
+
+def measure_run(
+    model: pm.Model,
+    label: str,
+    make_step: Callable[[pm.Model], object],
+    *,
+    var: str = "x",
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    seed: int = 0,
+    initvals: dict | None = None,
+    warmup: int | None = None,
+) -> MeasuredRun:
+    """:func:`measure`, also returning the step, the draws and their log density (same
+    parameters)."""
     step, idata, seconds, times = _timed_sample(model, make_step, draws, tune, chains, seed,
                                                 initvals, warmup)
     built, warmed, wall = times
     finished = time.perf_counter()
-    per_draw, sampling_seconds = split_time(seconds, chains, draws, tune)
     x = idata.posterior[var].values  # (chain, draw, *shape)
-    flat = x.reshape(chains, draws, -1).astype(float)
-    ejd = jump_distance(flat)
     logp = _logp_trace(model, x, model.rvs_to_values[model[var]].name)
-    ess_logp = float(az.ess(logp, method="bulk"))
-    ess_site = median_site_ess(flat)
     stats = idata.sample_stats
-    accept = float(stats["accept"].mean()) if "accept" in stats else float("nan")
-    evals = evaluations_per_draw(step, idata, flat.shape[-1])
+    measurement = draws_measurement(
+        label, x, logp, seconds, tune,
+        accept=float(stats["accept"].mean()) if "accept" in stats else float("nan"),
+        scale=float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats
+        else float("nan"),
+        evals_per_draw=evaluations_per_draw(step, idata, int(np.prod(x.shape[2:]))),
+    )
     print(f"    {label}: built in {built:.1f} s, warm-up {warmed:.1f} s, "
           f"sampled in {wall:.1f} s, measured in {time.perf_counter() - finished:.1f} s",
           flush=True)
-    scale = float(stats["scaling"].values[:, -1].mean()) if "scaling" in stats else float("nan")
+    return MeasuredRun(measurement, step, x, logp)
+
+
+def draws_measurement(label: str, x: np.ndarray, logp: np.ndarray, seconds: float, tune: int,
+                      *, accept: float = float("nan"), scale: float = float("nan"),
+                      evals_per_draw: float = float("nan")) -> Measurement:
+    """Measure draws ``x`` (chain, draw, *shape) whose log densities are ``logp`` (chain,
+    draw), sampled in ``seconds`` that also covered ``tune`` tuning iterations per chain
+    (as :func:`measure` does; for samplers run outside ``pm.sample``)."""
+    chains, draws = x.shape[:2]
+    per_draw, sampling_seconds = split_time(seconds, chains, draws, tune)
+    flat = x.reshape(chains, draws, -1).astype(float)
+    ess_logp = float(az.ess(logp, method="bulk"))
+    ess_site = median_site_ess(flat)
     return Measurement(
         sampler=label,
         draws=chains * draws,
         seconds=seconds,
         time_per_draw_ms=1e3 * per_draw,
-        ejd=ejd,
+        ejd=jump_distance(flat),
         ess_logp=ess_logp,
         ess_site_median=ess_site,
         ess_logp_per_s=ess_logp / sampling_seconds,
         ess_site_per_s=ess_site / sampling_seconds,
         accept=accept,
         scale=scale,
-        evals_per_draw=evals,
+        evals_per_draw=evals_per_draw,
     )
 
 
