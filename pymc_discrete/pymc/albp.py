@@ -162,6 +162,8 @@ class ALBP(InformedStep):
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
+        if self._exact_source is not None:
+            self._check_prebuilt(self._exact_source)
         if self.compiled_loop and self.proposal == "auto":
             self.proposal = "gradient"  # the loop the user asked for runs the gradient
             self.proposal_reason = "compiled_loop=True runs the gradient proposal"

@@ -12,7 +12,7 @@ multi-step loop); the steps driven by local ratios go through
 from __future__ import annotations
 
 import warnings
-from dataclasses import field
+from dataclasses import field, fields
 
 import numpy as np
 from pymc.blocking import RaveledVars, StatsType
@@ -20,7 +20,7 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
-from pymc.step_methods.state import dataclass_state
+from pymc.step_methods.state import WithSamplingState, dataclass_state, equal_dataclass_values
 from rich.progress import TextColumn
 from rich.table import Column
 
@@ -108,6 +108,7 @@ class SiteBlockStepState(StepMethodState):
     # rounds differently from updating them)
     _state: object
     _shared_seen: list | None
+    _resumed_scale: float | None
     target_accept: float = field(metadata={"frozen": True})
     steps_per_draw: int = field(metadata={"frozen": True})
 
@@ -173,6 +174,7 @@ class SiteBlockStep(ArrayStepShared):
         self._reset_progress()
         self._state = None
         self._shared_seen: list[np.ndarray] | None = None
+        self._resumed_scale: float | None = None
         if shared is None:  # else: those of a structure already compiled for this block
             shared = make_shared_replacements(initial_point, value_vars, model)
         self._initial_point = initial_point
@@ -185,6 +187,15 @@ class SiteBlockStep(ArrayStepShared):
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         """Compile what the kernel evaluates (the log density, the local ratios)."""
         raise NotImplementedError
+
+    def _check_prebuilt(self, exact) -> None:
+        """Refuse exact ratios compiled for another block (e.g. the whole block handed
+        to one step per variable with ``blocked=False``)."""
+        if tuple(exact.var_names) != tuple(self.var_names):
+            raise ValueError(
+                f"exact_ratios were compiled for the block {list(exact.var_names)}, not for "
+                f"this step's {list(self.var_names)}"
+            )
 
     def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter:
         """Check the initial scale against the block's bounds and build the tuner."""
@@ -225,8 +236,9 @@ class SiteBlockStep(ArrayStepShared):
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         """Start a chain: new generator, tuning restarted for ``tune`` draws.
 
-        A chain with ``tune=0`` samples at the step's current scale: the initial scale of
-        a new step, or the scale a restored ``sampling_state`` froze (to resume a run).
+        A chain with ``tune=0`` samples at the initial scale, or at the scale of the
+        state given to :meth:`resume` (never at a scale left over from an earlier run:
+        with one core the step object ran the chains, with several it did not).
         """
         super().setup_chain(rng, tune, draws)
         self._n_tune = int(tune)
@@ -245,11 +257,72 @@ class SiteBlockStep(ArrayStepShared):
         self.tune = self._n_tune != 0
 
     def _start_tuner(self) -> None:
-        if self._n_tune == 0:
-            if self.adapter.tuning:  # e.g. a state saved in the middle of tuning
-                self.adapter.stop()
-            return
         self.adapter.start(self._tuning_updates())
+        if self._n_tune == 0 and self._resumed_scale is not None:
+            self.adapter.scale = self._resumed_scale
+
+    def resume(self, state: SiteBlockStepState) -> None:
+        """Continue a saved chain: take its state, and sample chains without tuning
+        (``pm.sample(tune=0)``) at the scale it froze.
+
+        Parameters
+        ----------
+        state : SiteBlockStepState
+            A chain's ``sampling_state``, e.g. the one a ``ZarrTrace`` stored at the end
+            of the chain (``trace._sampling_state.sampling_state[chain]``); it must come
+            from a step built with the same variables and settings.
+
+        Examples
+        --------
+        >>> import pymc as pm, pymc_discrete as pmd
+        >>> with pm.Model():
+        ...     x = pm.Bernoulli("x", 0.3, shape=10)
+        ...     step = pmd.ALBP([x])
+        ...     saved = step.sampling_state  # in practice: a finished chain's state
+        ...     step.resume(saved)
+        ...     idata = pm.sample(step=step, tune=0, draws=100,
+        ...                       progressbar=False)  # doctest: +SKIP
+        """
+        if state._tuner.get("tuning"):
+            raise ValueError(
+                "this state was saved in the middle of tuning: its scale is not frozen; "
+                "resume from a state saved after tuning"
+            )
+        self.sampling_state = state
+        self._resumed_scale = float(state._tuner["scale"])
+
+    #: settings of the tuner that a restored state must share with the step
+    _FROZEN_TUNER_SETTINGS = ("adapt", "target_accept", "lower")
+
+    @property
+    def sampling_state(self) -> SiteBlockStepState:
+        """The chain's state as PyMC saves it (:class:`SiteBlockStepState`)."""
+        return WithSamplingState.sampling_state.fget(self)
+
+    @sampling_state.setter
+    def sampling_state(self, state: SiteBlockStepState) -> None:
+        # refuse a state of another step before anything is overwritten (PyMC's setter
+        # checks the frozen fields only as it reaches them, after the others)
+        if not isinstance(state, self._state_class):
+            raise ValueError(
+                f"not a state of {type(self).__name__}: {type(state).__name__}"
+            )
+        for f in fields(state):
+            if f.metadata.get("frozen") and not f.metadata.get("tensor_name"):
+                if not equal_dataclass_values(getattr(state, f.name), getattr(self, f.name)):
+                    raise ValueError(
+                        f"the state's {f.name} ({getattr(state, f.name)!r}) differs from "
+                        f"this step's ({getattr(self, f.name)!r})"
+                    )
+        mine = self.adapter.snapshot()
+        if set(state._tuner) != set(mine) or any(
+            state._tuner[k] != mine[k] for k in self._FROZEN_TUNER_SETTINGS
+        ):
+            raise ValueError(
+                "the state's tuner differs from this step's (its kind, adapt, target or "
+                "bounds): it comes from a step built with other settings"
+            )
+        WithSamplingState.sampling_state.fset(self, state)
 
     @property
     def _tuner(self) -> dict:
@@ -342,7 +415,8 @@ class SiteBlockStep(ArrayStepShared):
     @property
     def _target_stat(self) -> float:
         """The ``target_accept`` stat: the tuner's target (NaN if the scale is fixed)."""
-        return self.target_accept if self.adapter.adapt else float("nan")
+        tuned = self.adapter.adapt and self._n_tune != 0
+        return self.target_accept if tuned else float("nan")
 
     @property
     def scale(self) -> float:

@@ -168,11 +168,14 @@ class AutoStep(BlockedStep):
                 **kwargs):
         model = modelcontext(model)
         choice = recommend(vars, model, initial_point, compile_kwargs)
+        # blocked=False splits the block into one step per variable: the structure read
+        # for the whole block is not theirs
+        split = not kwargs.get("blocked", True)
         step = choice.step(vars, model=model, initial_point=initial_point,
-                           compile_kwargs=compile_kwargs, exact_ratios=choice.exact_ratios,
-                           **kwargs)
+                           compile_kwargs=compile_kwargs,
+                           exact_ratios=None if split else choice.exact_ratios, **kwargs)
         step.choice_reason = choice.reason
-        names = ", ".join(step.var_names)
+        names = ", ".join(v.name for v in step.vars)
         if isinstance(step, ALBP):
             _log.info("pymc_discrete chose ALBP(proposal=%r) for [%s]: %s; %s.", step.proposal,
                       names, choice.reason, step.proposal_reason)

@@ -684,6 +684,8 @@ class ExactRatios:
         offsets=None,
     ):
         value_vars = list(value_vars)
+        #: names of the block's value variables, in block order
+        self.var_names = tuple(v.name for v in value_vars)
         #: smallest value of every site (site index v stands for offset + v), or None
         self.offsets = (
             None if offsets is None or not np.any(offsets) else np.asarray(offsets, np.int64)

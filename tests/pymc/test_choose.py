@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import pytest
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model
@@ -100,3 +101,20 @@ def test_the_log_names_the_chosen_step_and_its_proposal(caplog):
     # the exact ratios recommend() compiled are the ones the step uses (not built twice)
     assert step._exact_source is not None
     assert set(step._exact_source.shared.values()) == set(step.shared.values())
+
+
+def test_auto_step_split_by_variable_builds_each_step_on_its_own_block():
+    """blocked=False gives one step per variable: the structure read for the whole block
+    is not handed to them (it would index sites of the other variables)."""
+    with pm.Model() as model:
+        a = pm.Bernoulli("a", 0.5, shape=3)
+        b = pm.Bernoulli("b", 0.5, shape=3)
+        pm.Potential("pair", 0.5 * (a * b).sum())
+        step = AutoStep([a, b], blocked=False)
+        idata = pm.sample(step=step, draws=30, tune=30, chains=1, random_seed=1,
+                          progressbar=False, compute_convergence_checks=False)
+    assert sorted(tuple(s.var_names) for s in step.methods) == [("a",), ("b",)]
+    assert idata.posterior["a"].shape == (1, 30, 3)
+    with pytest.raises(ValueError, match="compiled for the block"):
+        pmd.BlockedGibbs([a], model=model,
+                         exact_ratios=pmd.recommend([a, b], model=model).exact_ratios)

@@ -59,10 +59,46 @@ def test_sampling_state_round_trips_and_continues_the_same_chain(chain_model, ki
 
 
 def test_a_state_only_goes_back_into_a_step_with_the_same_settings(chain_model):
+    """A state of a step built otherwise is refused before anything is overwritten."""
     saved = pmd.ALBP([chain_model["x"]], model=chain_model).sampling_state
-    other = pmd.ALBP([chain_model["x"]], target_accept=0.4, model=chain_model)
+    other = pmd.ALBP([chain_model["x"]], target_accept=0.4, initial_scale=3.0,
+                     model=chain_model)
+    before = other.sampling_state
     with pytest.raises(ValueError, match="target_accept"):
         other.sampling_state = saved
+    fixed = pmd.ALBP([chain_model["x"]], adapt=False, initial_scale=2.0, model=chain_model)
+    with pytest.raises(ValueError, match="tuner differs"):
+        fixed.sampling_state = saved
+    assert equal_dataclass_values(other.sampling_state, before)
+    assert other.adapter.target_accept == 0.4 and other.scale == 3.0
+
+
+def test_a_reused_step_without_tuning_samples_at_its_initial_scale(chain_model):
+    """After a tuned run, a run with tune=0 of the same step object starts from the
+    initial scale whatever the number of cores of the first run (with one core the step
+    object ran the chains, with two it did not): the same seed, the same draws."""
+    runs = {}
+    for cores in (1, 2):
+        step = pmd.ALBP([chain_model["x"]], model=chain_model)
+        with chain_model:
+            pm.sample(step=step, draws=20, tune=100, chains=2, cores=cores, random_seed=3,
+                      progressbar=False, compute_convergence_checks=False)
+            runs[cores] = pm.sample(step=step, draws=30, tune=0, chains=2, cores=1,
+                                    random_seed=4, progressbar=False,
+                                    compute_convergence_checks=False)
+        assert np.all(runs[cores].sample_stats["scaling"].values == 1.0)
+        assert np.all(np.isnan(runs[cores].sample_stats["target_accept"].values))
+    np.testing.assert_array_equal(runs[1].posterior["x"].values, runs[2].posterior["x"].values)
+
+
+def test_resume_refuses_a_state_saved_during_tuning(chain_model):
+    step = pmd.ALBP([chain_model["x"]], model=chain_model)
+    step.setup_chain(np.random.default_rng(0), tune=50, draws=10)
+    point = chain_model.initial_point()
+    for _ in range(5):
+        point, _ = step.step(point)
+    with pytest.raises(ValueError, match="middle of tuning"):
+        pmd.ALBP([chain_model["x"]], model=chain_model).resume(step.sampling_state)
 
 
 def test_samcmc_sampling_state_round_trips():
@@ -171,7 +207,7 @@ def test_a_zarr_trace_run_resumes_with_its_frozen_scale(chain_model, trusted_pic
         with chain_model:
             step = make_step(chain_model["x"])
             assert step.scale == step.adapter.initial_scale
-            step.sampling_state = states[0]
+            step.resume(states[0])
             resumed[cores] = pm.sample(step=step, draws=40, tune=0, chains=1, cores=cores,
                                        random_seed=12, initvals={"x": last},
                                        progressbar=False, compute_convergence_checks=False)
