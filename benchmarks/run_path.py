@@ -188,12 +188,12 @@ def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
     if quick:
         parity_draws, parity_tune, parity_chains = 400, 150, 2
         draws, tune, exact_draws, gibbs_draws = 300, 300, 50, 10
-        sweep = (1, 8, 64, 256)
+        sweep = (1.5, 8, 64, 256)
         sweep_draws = 300
     else:
         parity_draws, parity_tune, parity_chains = 20000, 1000, 3
         draws, tune, exact_draws, gibbs_draws = 10000, 3000, 200, 150
-        sweep = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+        sweep = (1.5, 2, 4, 8, 16, 32, 64, 128, 256, 512)
         sweep_draws = 1500
     command = "python -m benchmarks.run_path" + (" --quick" if quick else "")
     head = f"Produced by `{command}` on {stamp}.\nMachine: {machine_description()}."
