@@ -479,8 +479,8 @@ def plot_moves(
 
     One row of two panels per step of this package found in ``idata`` (see
     :func:`plot_tuning`). Left, the jump distance of each draw (``jump_distance``: the
-    number of sites the draw changed, whose mean the tuning of ALBP, ARWM and PAS
-    maximises); right, the M-H acceptance probability of each draw (``accept``), with
+    number of sites the draw changed, whose mean the tuning aims to maximise: through
+    the optimal acceptance rate for ALBP and ARWM, per unit of cost for PAS); right, the M-H acceptance probability of each draw (``accept``), with
     the target acceptance as a dashed line. Dots are the draws, lines their
     trailing mean over the last ``window`` draws, one colour per chain. The tuning
     draws are included when ``idata`` holds them (shaded, the end of tuning marked by
