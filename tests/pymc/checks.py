@@ -8,6 +8,9 @@ import pymc as pm
 
 N_MCSE = 4.0  # estimates must lie within this many Monte Carlo standard errors
 
+#: the paper's Bernoulli configuration C2: N = 800 sites, p_i ~ U[0.15, 0.85]
+PRODUCT_P = np.random.default_rng(2022).uniform(0.15, 0.85, 800)
+
 
 def one_hot_means_within_mcse(idata, name, truth, n_mcse: float = N_MCSE):
     """P(z_i = c) from the draws against ``truth`` (n_sites, K), within ``n_mcse`` MCSE."""

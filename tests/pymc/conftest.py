@@ -10,6 +10,7 @@ import pytensor.tensor as pt
 import pytest
 
 from tests.exact import all_states
+from tests.pymc.checks import PRODUCT_P
 
 P_COUPLED = np.array([0.3, 0.6, 0.5, 0.8])
 J_COUPLED = np.array(
@@ -109,3 +110,11 @@ def potts():
     p /= p.sum()
     truth = np.array([[p[states[:, i] == c].sum() for c in range(3)] for i in range(4)])
     return model, truth
+
+
+@pytest.fixture(scope="module")
+def product_bernoulli():
+    """The paper's Bernoulli configuration C2: N = 800, p_i ~ U[0.15, 0.85]."""
+    with pm.Model() as model:
+        pm.Bernoulli("x", PRODUCT_P, shape=PRODUCT_P.size)
+    return model

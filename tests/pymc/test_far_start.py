@@ -20,17 +20,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-
-N_SITES = 800
-
-
-@pytest.fixture(scope="module")
-def product_bernoulli():
-    """The paper's Bernoulli configuration C2: N = 800, p_i ~ U[0.15, 0.85]."""
-    p = np.random.default_rng(2022).uniform(0.15, 0.85, N_SITES)
-    with pm.Model() as model:
-        pm.Bernoulli("x", p, shape=N_SITES)
-    return model
+from tests.pymc.checks import PRODUCT_P
 
 
 @pytest.mark.parametrize(
@@ -45,7 +35,7 @@ def test_tuning_from_the_mode_reaches_the_target_at_stationarity(
     product_bernoulli, make_step, target, tune
 ):
     start = product_bernoulli.initial_point()["x"]
-    p = np.random.default_rng(2022).uniform(0.15, 0.85, N_SITES)
+    p = PRODUCT_P
     np.testing.assert_array_equal(start, (p > 0.5).astype(start.dtype))  # the mode
     with product_bernoulli:
         idata = pm.sample(

@@ -7,18 +7,9 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from tests.pymc.checks import means_within_mcse
+from tests.pymc.checks import PRODUCT_P, means_within_mcse
 
-N_SITES = 800
-
-
-@pytest.fixture(scope="module")
-def product_bernoulli():
-    """The paper's Bernoulli configuration C2: N = 800, p_i ~ U[0.15, 0.85]."""
-    p = np.random.default_rng(2022).uniform(0.15, 0.85, N_SITES)
-    with pm.Model() as model:
-        pm.Bernoulli("x", p, shape=N_SITES)
-    return model
+N_SITES = PRODUCT_P.size
 
 
 @pytest.mark.parametrize(
@@ -39,7 +30,7 @@ def test_tuning_reaches_the_target_then_freezes_and_restarts_per_chain(
     # mode (it reaches the typical set within a few draws).
     initvals = None
     if target == 0.234:
-        p = np.random.default_rng(2022).uniform(0.15, 0.85, N_SITES)
+        p = PRODUCT_P
         initvals = {"x": (np.random.default_rng(0).random(N_SITES) < p).astype(np.int64)}
     with product_bernoulli:
         idata = pm.sample(
