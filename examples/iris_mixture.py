@@ -13,11 +13,11 @@ measurements of the 150 iris flowers, with one label per flower:
 
 Sampled the way a user would: ``pmd.register()`` and a plain ``pm.sample()`` from PyMC's
 own start, which puts all 150 labels in one component. Every observation depends on its
-own label only, so one colour covers the labels and ``register()`` picks
-``BlockedGibbs`` (the log below says so): each draw redraws all labels from their exact
-conditionals in one batched evaluation of the likelihood terms, next to NUTS for the
-means (ordered on their first coordinate, against label switching), scales and
-weights.
+own label only, so the labels share no term and ``register()`` picks ``CollapsedNUTS``
+(the log below says so): the labels are summed out of the density NUTS samples the means
+(ordered on their first coordinate, against label switching), scales and weights from,
+exactly, flower by flower; each draw then redraws all labels from their exact
+conditionals given those values.
 
 The species are not given to the model. What to look for: the posterior's most probable
 label of each flower agrees with its species for about 95% of the flowers (the mixture

@@ -16,9 +16,10 @@ missed:
 
 The data are simulated with :math:`\psi = 0.6` and :math:`p = 0.3`, so the truth is
 known. ``pmd.register()`` and a plain ``pm.sample()``: the indicators depend on each
-other only through :math:`\psi` and :math:`p`, one colour covers them, and
-``register()`` picks ``BlockedGibbs``, which redraws all 200 indicators from their exact
-conditionals at every draw, next to NUTS for :math:`\psi` and :math:`p`.
+other only through :math:`\psi` and :math:`p` (they share no term), and ``register()``
+picks ``CollapsedNUTS``: the indicators are summed out of the density NUTS samples
+:math:`(\psi, p)` from, exactly and site by site, and all 200 are then drawn afresh from
+their exact conditionals at every draw.
 
 The posterior of :math:`(\psi, p)` with the indicators summed out is a two-dimensional
 density, so it is computed exactly on a grid. What to look for: the sampled posterior

@@ -297,6 +297,7 @@ def blocked_gibbs_sweep(
     conditionals: ColourConditionals,
     colour_sites: list[np.ndarray],
     exact: bool,
+    heat_bath_share: float = HEAT_BATH_SHARE,
 ) -> tuple[GibbsState, StepInfo]:
     """One sweep: every colour in turn updated from its exact conditionals (module
     docstring).
@@ -317,6 +318,9 @@ def blocked_gibbs_sweep(
         Whether the colouring is proven: then every colour's draw whose evaluation
         ``held`` is accepted without a test; else each is corrected by
         Metropolis-Hastings.
+    heat_bath_share : float
+        Share of heat-bath draws in each site's update (:func:`site_transitions`); 1 draws
+        every site afresh from its conditional, whatever its current value.
 
     Returns
     -------
@@ -348,7 +352,7 @@ def blocked_gibbs_sweep(
         current = x[sites]
         if exact and held:
             drawn, n_changed, delta = update_colour(table, current, rng.random(sites.size),
-                                                    HEAT_BATH_SHARE)
+                                                    heat_bath_share)
             if n_changed:
                 x = x.copy()
                 x[sites] = drawn
@@ -357,7 +361,7 @@ def blocked_gibbs_sweep(
             probs.append(1.0)
             n_proposed += n_changed
             continue
-        forward = site_transitions(table, log_normalisers(table), current, HEAT_BATH_SHARE)
+        forward = site_transitions(table, log_normalisers(table), current, heat_bath_share)
         drawn = draw_rows(forward, rng.random(sites.size), current)
         n_changed = int(np.count_nonzero(drawn != current))
         u = rng.random()
@@ -368,7 +372,7 @@ def blocked_gibbs_sweep(
         y = x.copy()
         y[sites] = drawn
         logp_y, table_y, _ = conditionals(y, sites)
-        reverse = site_transitions(table_y, log_normalisers(table_y), drawn, HEAT_BATH_SHARE)
+        reverse = site_transitions(table_y, log_normalisers(table_y), drawn, heat_bath_share)
         log_alpha = (
             logp_y - logp_x + _path_logprob(reverse, current) - _path_logprob(forward, drawn)
         )

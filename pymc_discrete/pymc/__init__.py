@@ -3,6 +3,7 @@
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.arwm import ARWM
 from pymc_discrete.pymc.choose import Recommendation, recommend
+from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
 from pymc_discrete.pymc.pas import PAS
@@ -12,6 +13,8 @@ __all__ = [
     "ALBP",
     "ARWM",
     "BlockedGibbs",
+    "CollapsedNUTS",
+    "NotCollapsible",
     "PAS",
     "Recommendation",
     "RelaxationError",

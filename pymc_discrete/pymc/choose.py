@@ -3,6 +3,12 @@
 :func:`recommend` reads the block's structure (which sites share a term of the log
 density, coloured so that sites of one colour share none) and picks
 
+* :class:`~pymc_discrete.pymc.collapse.CollapsedNUTS` when the block's sites share no
+  term (one colour) and the model has continuous variables: the block is summed out of
+  the density NUTS samples, exactly and site by site, and drawn afresh from its
+  conditional every draw (mixture labels, occupancy and capture-recapture indicators, a
+  change point: the continuous variables then mix as in the model written with the
+  discrete ones summed out by hand);
 * :class:`~pymc_discrete.pymc.gibbs.BlockedGibbs` when few colours cover the block: a
   sweep then draws every site from its exact conditional in a few batched evaluations
   (mixture labels, occupancy and capture-recapture indicators, lattices), or the block
@@ -12,21 +18,28 @@ density, coloured so that sites of one colour share none) and picks
   cannot be read.
 
 :class:`AutoStep` is what :func:`~pymc_discrete.pymc.register.register` puts in PyMC's
-list of step methods: PyMC builds it for the discrete variables it assigns, and it
-returns the recommended step, built on the structure already read.
+list of step methods: PyMC builds it for the discrete variables it assigns (and, where the
+block can be summed out, for the continuous ones too), and it returns the recommended
+step, built on the structure already read.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
+import weakref
 from typing import NamedTuple
 
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
-from pymc.step_methods.compound import BlockedStep
+from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
+from pymc.step_methods.hmc import NUTS
+from pymc.step_methods.hmc.base_hmc import BaseHMC
+from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
+from pymc_discrete.pymc.exact import ExactRatios, block_terms
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
@@ -47,13 +60,21 @@ GIBBS_MAX_COLOURS = 32
 GIBBS_MIN_SITES_PER_COLOUR = 8
 
 
+def _terms_depend_on_continuous(model, value_vars) -> bool:
+    """Whether the block's terms depend on a continuous variable (else summing it out
+    would change nothing: its exact draws are independent of them anyway)."""
+    continuous = list(model.continuous_value_vars)
+    return bool(continuous) and variable_depends_on(block_terms(model, value_vars)[0],
+                                                    continuous)
+
+
 class Recommendation(NamedTuple):
     """The step :func:`recommend` chose for a block, and why.
 
     Attributes
     ----------
     step : type
-        :class:`BlockedGibbs` or :class:`ALBP`.
+        :class:`CollapsedNUTS`, :class:`BlockedGibbs` or :class:`ALBP`.
     reason : str
         One sentence: what was measured and why it decides.
     n_sites : int
@@ -114,7 +135,7 @@ def recommend(vars=None, model=None, initial_point=None,
     ...     z = pm.Bernoulli("z", p, shape=50)
     ...     choice = pmd.recommend([z])
     >>> choice.step.__name__, choice.n_colours
-    ('BlockedGibbs', 1)
+    ('CollapsedNUTS', 1)
     """
     model = modelcontext(model)
     value_vars, initial_point, support = _block(vars, model, initial_point)
@@ -131,11 +152,25 @@ def recommend(vars=None, model=None, initial_point=None,
             n_sites, None, None,
         )
     c = exact.structure.n_colours
+    if collapsible(exact) is None and _terms_depend_on_continuous(model, value_vars):
+        try:
+            possible_values(exact)
+        except NotCollapsible as err:
+            why_not = f" (it is not summed out: {err})"
+        else:
+            reason = (
+                f"the {n_sites} sites of {names} share no term: they are summed out of the "
+                "density NUTS samples (exactly, site by site) and drawn afresh from their "
+                "conditional every draw"
+            )
+            return Recommendation(CollapsedNUTS, reason, n_sites, c, exact)
+    else:
+        why_not = ""
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
             f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "
             "one colour share no term): a sweep draws every site from its exact conditional "
-            f"in {c} batched evaluation{'s' if c > 1 else ''}"
+            f"in {c} batched evaluation{'s' if c > 1 else ''}{why_not}"
         )
         return Recommendation(BlockedGibbs, reason, n_sites, c, exact)
     reason = (
@@ -145,49 +180,149 @@ def recommend(vars=None, model=None, initial_point=None,
     return Recommendation(ALBP, reason, n_sites, c, exact)
 
 
+#: the parameters of PyMC's NUTS: ``pm.sample(nuts={...})`` (and ``target_accept=``) reach
+#: AutoStep under NUTS's name, and go to the NUTS it builds, never to a discrete step
+_NUTS_PARAMETERS = frozenset(
+    name for cls in (NUTS, BaseHMC) for name in inspect.signature(cls.__init__).parameters
+) - {"self", "vars", "model", "initial_point", "compile_kwargs", "kwargs", "pytensor_kwargs",
+     "blocked", "rng"}
+
+#: model -> ((names of the discrete variables AutoStep would be given, of the model's
+#: variables), their recommendation): read once per model when PyMC asks AutoStep's competence for its
+#: continuous variables, and reused when it builds the step
+_RECOMMENDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _is_discrete(var) -> bool:
+    return ALBP.competence(var) != Competence.INCOMPATIBLE
+
+
+def _cached_recommendation(model, value_vars, initial_point, compile_kwargs) -> Recommendation:
+    # the model's named variables too: a term added since would be missing from the
+    # structure read before
+    names = (tuple(v.name for v in value_vars), tuple(model.named_vars))
+    cached = _RECOMMENDED.get(model)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    choice = recommend(value_vars, model, initial_point, compile_kwargs)
+    _RECOMMENDED[model] = (names, choice)
+    return choice
+
+
 class AutoStep(BlockedStep):
     """The step :func:`recommend` chooses, as a step method class PyMC can assign.
 
-    ``AutoStep(vars, ...)`` returns a :class:`BlockedGibbs` or an :class:`ALBP` instance
-    (never an ``AutoStep``), with ``choice_reason`` set to why, and logs the choice on
-    the ``pymc.pymc_discrete`` logger (shown with PyMC's own messages).
+    ``AutoStep(vars, ...)`` returns a :class:`CollapsedNUTS`, :class:`BlockedGibbs` or
+    :class:`ALBP` instance (never an ``AutoStep``), with ``choice_reason`` set to why,
+    and logs the choice on the ``pymc.pymc_discrete`` logger (shown with PyMC's own
+    messages).
+
+    When the model's discrete variables can be summed out site by site (one colour, see
+    :func:`recommend`), AutoStep also claims the continuous variables from PyMC (at NUTS's
+    competence, ahead of it in the registry) and returns one :class:`CollapsedNUTS` for
+    all of them; it is named as NUTS is, so that ``pm.sample(target_accept=...)`` and
+    ``pm.sample(nuts={...})`` reach the NUTS inside it.
 
     Parameters
     ----------
     vars : list of value or random variables, optional
+        The discrete block, and the continuous variables when PyMC gave them.
     model : pymc.Model, optional
     initial_point : dict, optional
     compile_kwargs : dict, optional
     **kwargs
-        Passed to the chosen step (e.g. ``rng``, ``blocked``).
+        NUTS's parameters (what ``pm.sample`` passes under NUTS's name) go to the NUTS of
+        a :class:`CollapsedNUTS` (or to a plain NUTS over the continuous variables) and are
+        not meant for the discrete step; anything else (e.g. ``rng``, ``blocked``) goes to
+        the discrete step.
     """
 
-    name = "pymc_discrete"
+    name = "nuts"
 
     def __new__(cls, vars=None, model=None, initial_point=None, compile_kwargs=None,
                 **kwargs):
         model = modelcontext(model)
-        choice = recommend(vars, model, initial_point, compile_kwargs)
+        nuts_kwargs = {k: v for k, v in kwargs.items() if k in _NUTS_PARAMETERS}
+        step_kwargs = {k: v for k, v in kwargs.items() if k not in _NUTS_PARAMETERS}
+        if vars is None:
+            discrete, continuous = None, []
+        else:
+            value_vars = [model.rvs_to_values.get(v, v) for v in vars]
+            discrete = [v for v in value_vars if _is_discrete(model.values_to_rvs[v])]
+            continuous = [v for v in value_vars if v not in discrete]
+        if discrete == []:  # only continuous variables: what PyMC would build for them
+            return NUTS(continuous, model=model, initial_point=initial_point,
+                        compile_kwargs=compile_kwargs, **nuts_kwargs)
+        if discrete is None:
+            choice = recommend(None, model, initial_point, compile_kwargs)
+        else:
+            choice = _cached_recommendation(model, discrete, initial_point, compile_kwargs)
+        if choice.step is CollapsedNUTS and continuous and not step_kwargs:
+            step = CollapsedNUTS(discrete, continuous, model=model, initial_point=initial_point,
+                                 compile_kwargs=compile_kwargs,
+                                 exact_ratios=choice.exact_ratios, **nuts_kwargs)
+            step.choice_reason = choice.reason
+            _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
+                      ", ".join(step.exact_ratios.var_names),
+                      ", ".join(v.name for v in continuous), choice.reason)
+            return step
+        step = cls._discrete_step(choice, discrete, model, initial_point, compile_kwargs,
+                                  step_kwargs)
+        if not continuous:
+            return step
+        # claimed but not summed out (the block PyMC gave differs from the one read when
+        # it asked the competence): the continuous variables get the NUTS PyMC would build
+        nuts = NUTS(continuous, model=model, initial_point=initial_point,
+                    compile_kwargs=compile_kwargs, **nuts_kwargs)
+        return CompoundStep([step, nuts])
+
+    @staticmethod
+    def _discrete_step(choice, discrete, model, initial_point, compile_kwargs, kwargs):
+        step_class = BlockedGibbs if choice.step is CollapsedNUTS else choice.step
+        reason = choice.reason
+        if step_class is not choice.step:
+            reason += ("; the continuous variables are sampled by another step, so the block "
+                       "is swept by BlockedGibbs instead")
         # blocked=False splits the block into one step per variable: the structure read
         # for the whole block is not theirs
         split = not kwargs.get("blocked", True)
-        step = choice.step(vars, model=model, initial_point=initial_point,
-                           compile_kwargs=compile_kwargs,
-                           exact_ratios=None if split else choice.exact_ratios, **kwargs)
-        step.choice_reason = choice.reason
+        step = step_class(discrete, model=model, initial_point=initial_point,
+                          compile_kwargs=compile_kwargs,
+                          exact_ratios=None if split else choice.exact_ratios, **kwargs)
+        step.choice_reason = reason
         names = ", ".join(v.name for v in step.vars)
         if isinstance(step, ALBP):
             _log.info("pymc_discrete chose ALBP(proposal=%r) for [%s]: %s; %s.", step.proposal,
-                      names, choice.reason, step.proposal_reason)
+                      names, reason, step.proposal_reason)
         else:
             _log.info("pymc_discrete chose %s for [%s]: %s.", type(step).__name__, names,
-                      choice.reason)
+                      reason)
         return step
 
     @classmethod
     def competence(cls, var, has_grad=False):
-        """IDEAL for Bernoulli and Categorical variables (as ALBP)."""
-        return ALBP.competence(var, has_grad)
+        """IDEAL for Bernoulli, Categorical and finite integer variables (as ALBP); for a
+        continuous variable with a gradient, NUTS's own competence (PREFERRED, and AutoStep
+        comes first) when the model's discrete variables can be summed out
+        (:class:`CollapsedNUTS`), else INCOMPATIBLE."""
+        if _is_discrete(var):
+            return ALBP.competence(var, has_grad)
+        if not has_grad:
+            return Competence.INCOMPATIBLE
+        try:
+            model = modelcontext(None)
+        except TypeError:  # no model on the context stack: leave the variable to PyMC
+            return Competence.INCOMPATIBLE
+        if var not in model.free_RVs:
+            return Competence.INCOMPATIBLE
+        discrete = [model.rvs_to_values[v] for v in model.free_RVs if _is_discrete(v)]
+        if not discrete:
+            return Competence.INCOMPATIBLE
+        try:
+            choice = _cached_recommendation(model, discrete, None, None)
+        except Exception:  # the block is refused: its own step will say why
+            return Competence.INCOMPATIBLE
+        return Competence.PREFERRED if choice.step is CollapsedNUTS else Competence.INCOMPATIBLE
 
     def step(self, point):  # pragma: no cover - never an instance
         raise NotImplementedError

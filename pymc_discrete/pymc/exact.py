@@ -144,6 +144,39 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
     return [term]
 
 
+def block_terms(model, value_vars: Sequence[Variable]) -> tuple[Variable, Variable]:
+    """The model's log density split into the elementwise terms that depend on a block
+    and the rest.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    value_vars : sequence of Variable
+        The block's value variables.
+
+    Returns
+    -------
+    terms : Variable
+        float64 vector: every piece (:func:`split_into_pieces`) of every term of
+        ``model.logp`` that depends on the block, raveled and concatenated (the order
+        :class:`ExactRatios` numbers its terms in).
+    rest : Variable
+        float64 scalar: the sum of everything else (terms and pieces that do not depend on
+        the block), so that ``terms.sum() + rest`` is the model's log density.
+    """
+    rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
+    pieces, others = [], []
+    for term in model.logp(vars=rvs, sum=False):
+        if not variable_depends_on(term, value_vars):
+            others.append(term)
+            continue
+        for piece in split_into_pieces(term, value_vars):
+            (pieces if variable_depends_on(piece, value_vars) else others).append(piece)
+    terms = pt.concatenate([pt.cast(p, "float64").ravel() for p in pieces])
+    rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
+    return terms, rest
+
+
 # ---------------------------------------------------------------------------------------
 # Which sites each term may depend on, read off the graph (a sound over-approximation)
 #
@@ -158,7 +191,8 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
 # given a precise rule when its elements provably copy or combine the listed elements.
 
 
-def _without_checks(vector: Variable, joined: Variable) -> tuple[Variable, Variable]:
+def _without_checks(vector: Variable,
+                    joined: Variable | Sequence[Variable]) -> tuple[Variable, Variable]:
     """``vector`` with every parameter check that depends on the block replaced by the
     value it guards, and a boolean scalar: whether all those checks hold.
 
@@ -168,12 +202,13 @@ def _without_checks(vector: Variable, joined: Variable) -> tuple[Variable, Varia
     would make every term depend on every site. Wherever the checks hold, the terms of
     ``vector`` equal those of the check-free graph.
     """
+    block = list(joined) if isinstance(joined, list | tuple) else [joined]
     nodes = [node for node in toposort([vector]) if isinstance(node.op, CheckAndRaise)
-             and variable_depends_on(node.outputs[0], [joined])]
+             and variable_depends_on(node.outputs[0], block)]
     if not nodes:
         return vector, pt.constant(True)
     conditions = [pt.all(c) for node in nodes for c in node.inputs[1:]
-                  if variable_depends_on(c, [joined])]
+                  if variable_depends_on(c, block)]
     replacements = {node.outputs[0]: node.inputs[0] for node in nodes}
     unchecked = graph_replace(vector, replacements, strict=False)
     held = pt.all(pt.stack(conditions)) if conditions else pt.constant(True)
@@ -701,13 +736,7 @@ class ExactRatios:
         tick = time.perf_counter()
         try:
             progress("splitting the log density into elementwise terms")
-            rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
-            terms = model.logp(vars=rvs, sum=False)
-            pieces = [
-                p for t in terms if variable_depends_on(t, value_vars)
-                for p in split_into_pieces(t, value_vars) if variable_depends_on(p, value_vars)
-            ]
-            vector = pt.concatenate([pt.cast(p, "float64").ravel() for p in pieces])
+            vector, _ = block_terms(model, value_vars)
             [vector], joined = join_nonshared_inputs(point, [vector], value_vars, shared)
             self.n_sites = n_sites
             # Parameter checks (0 <= p <= 1, sigma > 0) reduce over whole arrays: read as

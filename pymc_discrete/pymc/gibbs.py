@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pymc.step_methods.compound import Competence
 
-from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
+from pymc_discrete.kernels.gibbs import HEAT_BATH_SHARE, GibbsState, blocked_gibbs_sweep
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.exact import ExactRatios
 
@@ -39,6 +39,11 @@ class BlockedGibbs(SiteBlockStep):
         variables).
     sweeps_per_draw : int
         Sweeps over all colours per PyMC draw (default 1).
+    heat_bath_share : float
+        Share of each site's updates drawn afresh from its conditional (heat bath); the
+        rest propose a value other than the current one (Metropolised Gibbs, which moves
+        more often). Default 0.1; 1 draws every site afresh (what a collapsed sampler
+        needs: :class:`~pymc_discrete.CollapsedNUTS`).
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -86,6 +91,7 @@ class BlockedGibbs(SiteBlockStep):
         vars=None,
         *,
         sweeps_per_draw: int = 1,
+        heat_bath_share: float = HEAT_BATH_SHARE,
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -93,6 +99,9 @@ class BlockedGibbs(SiteBlockStep):
         blocked: bool = True,
         exact_ratios: ExactRatios | None = None,
     ) -> None:
+        if not 0.0 < heat_bath_share <= 1.0:
+            raise ValueError(f"heat_bath_share must be in (0, 1], got {heat_bath_share}")
+        self.heat_bath_share = float(heat_bath_share)
         self._prebuilt = exact_ratios
         super().__init__(
             vars,
@@ -135,7 +144,8 @@ class BlockedGibbs(SiteBlockStep):
 
     def _kernel_step(self, state: GibbsState, scale: float):
         return blocked_gibbs_sweep(
-            state, self.rng, self._exact.colour_conditionals, self._colour_sites, self.proven
+            state, self.rng, self._exact.colour_conditionals, self._colour_sites, self.proven,
+            self.heat_bath_share,
         )
 
     def _stuck(self) -> bool:

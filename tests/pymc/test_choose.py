@@ -13,14 +13,27 @@ from pymc_discrete.example_models import ising_model
 from pymc_discrete.pymc.choose import GIBBS_MAX_COLOURS, AutoStep
 
 
-def test_independent_indicators_are_one_colour_for_blocked_gibbs():
+def test_independent_indicators_next_to_continuous_parameters_are_summed_out():
     with pm.Model():
         p = pm.Beta("p", 1, 1)
         z = pm.Bernoulli("z", p, shape=300)
         pm.Bernoulli("y", z * p, observed=np.zeros(300, dtype=int))
         choice = pmd.recommend([z])
-    assert choice.step is pmd.BlockedGibbs and choice.n_colours == 1
-    assert "1 colour covers the 300 sites of z" in choice.reason
+    assert choice.step is pmd.CollapsedNUTS and choice.n_colours == 1
+    assert "the 300 sites of z share no term: they are summed out" in choice.reason
+
+
+def test_independent_indicators_without_continuous_parameters_go_to_blocked_gibbs():
+    """Nothing to sum them out of: no continuous variable, or none their terms read."""
+    for with_mu in (False, True):
+        with pm.Model():
+            if with_mu:
+                pm.Normal("mu")
+            z = pm.Bernoulli("z", 0.3, shape=300)
+            pm.Bernoulli("y", z * 0.4, observed=np.zeros(300, dtype=int))
+            choice = pmd.recommend([z])
+        assert choice.step is pmd.BlockedGibbs and choice.n_colours == 1
+        assert "1 colour covers the 300 sites of z" in choice.reason
 
 
 def test_a_lattice_is_swept_by_blocked_gibbs():

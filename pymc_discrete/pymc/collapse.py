@@ -1,0 +1,339 @@
+"""CollapsedNUTS: NUTS on the continuous variables with a block of discrete sites summed
+out, then the block drawn exactly from its conditional.
+
+When the sites of a block share no term of the log density (one colour of
+:class:`~pymc_discrete.pymc.exact.ExactRatios`: mixture labels, occupancy or
+capture-recapture indicators, a change point's switch), the joint density factorises
+given the continuous variables theta:
+``log p(theta, z) = rest(theta) + sum_i s_i(theta, z_i)``, so the block sums out exactly,
+site by site:
+
+``log p(theta) = rest(theta) + sum_i logsumexp_v s_i(theta, v)``.
+
+``s_i(theta, v)`` for every site and value comes from one batched evaluation of the
+block's terms at K states (state v: every site at value v). NUTS samples theta from this
+marginal, which mixes as well as the model written with the discrete variables summed out
+by hand (data augmentation couples the labels and the parameters, and the chain of theta
+then moves only as far as the current labels allow). After each NUTS step the block is
+drawn afresh from ``p(z | theta)``: the pair stays exact because theta's kernel leaves
+``p(theta)`` invariant and z is then drawn from its conditional given the new theta (the
+order matters: a z that NUTS saw would be stale).
+
+Two things the sum relies on are checked rather than assumed. Which values of each site
+are possible must not depend on theta: a value whose terms are -inf (an occupied site
+with detections cannot be unoccupied) is left out of the sum by a fixed mask rather than
+summed as exp(-inf), whose gradient is NaN; the mask is read at the initial point and at
+perturbed continuous values, and every draw of the block checks it again. And the
+model's parameter checks must hold at every value (they are part of the density).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.model import modelcontext
+from pymc.model.core import ValueGradFunction
+from pymc.pytensorf import make_shared_replacements
+from pymc.step_methods.compound import CompoundStep
+from pymc.step_methods.hmc import NUTS
+from pymc.util import get_value_vars_from_user_vars
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.traversal import graph_inputs
+
+from pymc_discrete.kernels.common import StepInfo
+from pymc_discrete.kernels.gibbs import GibbsState, update_colour
+from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.exact import ExactRatios, _without_checks, block_terms
+from pymc_discrete.pymc.gibbs import BlockedGibbs
+from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
+
+__all__ = ["CollapsedNUTS", "NotCollapsible", "collapsible", "marginal_log_density",
+           "possible_values"]
+
+_log = logging.getLogger("pymc.pymc_discrete")
+
+#: continuous values at which the possible values of every site are read (besides the
+#: initial point): the support must be the same at all of them
+SUPPORT_PROBES = 4
+
+
+class NotCollapsible(ValueError):
+    """The block cannot be summed out exactly site by site (the message says why)."""
+
+
+def collapsible(exact: ExactRatios) -> str | None:
+    """Why the block of ``exact`` cannot be summed out site by site, or None if it can.
+
+    It can when its sites provably share no term (one colour, read off the graph): then
+    the joint density factorises over the sites given everything else.
+    """
+    if exact.n_sites == 0:
+        return "the block has no sites"
+    if not exact.proven:
+        return ("the block's structure was only probed, not read off the graph: a coupling "
+                "the probes missed would make the sum wrong")
+    if exact.structure.n_colours != 1:
+        return (f"its sites share terms ({exact.structure.n_colours} colours): the sum over "
+                "the block would not factorise over its sites")
+    return None
+
+
+def _site_of_term(exact: ExactRatios) -> np.ndarray:
+    """The site every term depends on (-1: none); one colour: at most one each."""
+    s = exact.structure
+    owner = np.full(exact.n_terms, -1, dtype=np.int64)
+    owner[s.site_terms] = np.repeat(np.arange(exact.n_sites), np.diff(s.site_ptr))
+    return owner
+
+
+def _per_site_sums(terms: np.ndarray, owner: np.ndarray, n_sites: int) -> np.ndarray:
+    """(n_sites, K) sums of every site's terms at every value row of ``terms`` (K, M)."""
+    owned = owner >= 0
+    out = np.zeros((n_sites, terms.shape[0]))
+    np.add.at(out, owner[owned], terms[:, owned].T)
+    return out
+
+
+def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
+    """Which value of every site has a finite log density, the same at the initial point and
+    at ``SUPPORT_PROBES`` perturbed values of the continuous variables.
+
+    Returns
+    -------
+    ndarray of bool, shape (N, K)
+        False also at values a site does not have (``v >= K_i``).
+
+    Raises
+    ------
+    NotCollapsible
+        If a parameter check of the model fails at some value of the block, or if the
+        possible values differ between the probe points.
+    """
+    n, k = exact.n_sites, exact._max_values
+    ks = exact._site_values
+    has = np.arange(k)[None, :] < ks[:, None]
+    states = np.minimum(np.arange(k)[:, None], ks[None, :] - 1)
+    owner = _site_of_term(exact)
+    rng = np.random.default_rng(seed)
+    saved = {s: s.get_value() for s in exact.shared.values()}
+    seen = None
+    try:
+        for probe in range(1 + SUPPORT_PROBES):
+            if probe:
+                for s, value in saved.items():
+                    if np.issubdtype(np.asarray(value).dtype, np.floating):
+                        s.set_value(value + rng.normal(0.0, 1.0, np.shape(value)).astype(
+                            np.asarray(value).dtype))
+            terms = exact.batch_terms(states)
+            if not exact.checks_held:
+                raise NotCollapsible(
+                    "a parameter check of the model fails at some value of the block")
+            finite = (_per_site_sums(terms, owner, n) > -np.inf) & has
+            if seen is None:
+                seen = finite
+            elif not np.array_equal(seen, finite):
+                i, v = np.argwhere(seen != finite)[0]
+                raise NotCollapsible(
+                    f"whether site {i} can take value {v} depends on the continuous variables")
+    finally:
+        for s, value in saved.items():
+            s.set_value(value)
+    if not seen.any(axis=1).all():
+        raise NotCollapsible(f"site {int(np.flatnonzero(~seen.any(axis=1))[0])} has no "
+                             "possible value")
+    return seen
+
+
+def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
+                         exact: ExactRatios, possible: np.ndarray) -> Variable:
+    """The model's log density with the block summed out, site by site (module docstring).
+
+    Parameters
+    ----------
+    model : pymc.Model
+    value_vars : sequence of Variable
+        The block's value variables (their sites share no term: :func:`collapsible`).
+    point : dict
+        A point of the model (the block's shapes).
+    exact : ExactRatios
+        The block's structure.
+    possible : ndarray of bool, shape (N, K)
+        :func:`possible_values`.
+
+    Returns
+    -------
+    Variable
+        Scalar graph of the model's other value variables (the block is not an input).
+    """
+    terms, rest = block_terms(model, value_vars)
+    n, k = exact.n_sites, exact._max_values
+    # state v puts every site at v where v is possible, else at a possible value: its
+    # terms are then finite (no NaN gradient) and masked out of the sum below
+    fallback = np.argmax(possible, axis=1)
+    index = np.where(possible.T, np.arange(k)[:, None], fallback[None, :])  # (K, N)
+    values = index + (0 if exact.offsets is None else exact.offsets[None, :])
+    replace, lo = {}, 0
+    for var in value_vars:
+        shape = np.shape(point[var.name])
+        size = int(np.prod(shape, dtype=np.int64))
+        replace[var] = pt.constant(
+            values[:, lo:lo + size].reshape((k, *shape)).astype(var.type.dtype))
+        lo += size
+    unchecked, held = _without_checks(terms, list(value_vars))
+    batch, batch_held = vectorize_graph([unchecked, held], replace=replace)
+    owner = _site_of_term(exact)
+    owned = np.flatnonzero(owner >= 0)
+    loose = np.flatnonzero(owner < 0)  # terms no site moves: the same in every row
+    per_site = pt.inc_subtensor(pt.zeros((n, k), dtype="float64")[owner[owned]],
+                                batch[:, owned].T)
+    per_site = pt.switch(possible, per_site, -np.inf)
+    top = pt.max(per_site, axis=1)
+    sums = pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
+    total = rest + batch[0, loose].sum() + sums.sum()
+    return pt.switch(pt.all(batch_held), total, -np.inf)
+
+
+class _MarginalNUTS(NUTS):
+    """NUTS on a density that does not read every other variable of the point.
+
+    PyMC's array steps hand the whole point to the sampler when no other variable is an
+    input of their density (they assume they then own every variable); the block summed
+    out is such a variable here, so the point is cut to what the density reads: NUTS's
+    own variables and the others it takes as shared inputs."""
+
+    def step(self, point):
+        own = {name: point[name] for name in (*self.var_names, *self.shared)}
+        new, stats = super().step(own)
+        return {**point, **new}, stats
+
+
+class _ExactDraw(BlockedGibbs):
+    """Every site of a one-colour block drawn afresh from its exact conditional, checking
+    that the possible values are those the sum assumed."""
+
+    name = "collapsed_draw"
+
+    def __init__(self, vars, *, possible: np.ndarray, **kwargs) -> None:
+        super().__init__(vars, heat_bath_share=1.0, **kwargs)
+        self._possible = possible[self._colour_sites[0]]
+
+    def _kernel_step(self, state: GibbsState, scale: float):
+        sites = self._colour_sites[0]
+        logp_x, table, held = self._exact.colour_conditionals(state.x, sites)
+        finite = table > -np.inf
+        if not held or not np.array_equal(finite, self._possible):
+            raise NotCollapsible(
+                "CollapsedNUTS: at the current continuous values the possible values of "
+                f"{', '.join(self._exact.var_names)} differ from those it summed over (or a "
+                "parameter check fails at some value): their support depends on the "
+                "continuous variables. Sample them with pmd.BlockedGibbs instead.")
+        drawn, n_changed, delta = update_colour(table, state.x[sites],
+                                                self.rng.random(sites.size), 1.0)
+        x = state.x.copy()
+        x[sites] = drawn
+        return GibbsState(x, float(logp_x + delta)), StepInfo(1.0, True, int(n_changed))
+
+
+class CollapsedNUTS(CompoundStep):
+    """NUTS on the continuous variables with a block of conditionally independent discrete
+    sites summed out, then the block drawn exactly from its conditional.
+
+    For blocks whose sites share no term of the log density (mixture labels, occupancy
+    and capture-recapture indicators, a change point): the block is summed out site by
+    site, exactly, so NUTS samples the continuous variables as it would the model written
+    with the discrete variables marginalised by hand, and every draw the block is then
+    drawn afresh from its conditional given them (module docstring). The draws of the
+    block are exact posterior draws, like the continuous ones.
+
+    Parameters
+    ----------
+    vars : list of random variables, optional
+        The discrete block (Bernoulli, Categorical and finite integer variables; default:
+        all of the model's).
+    continuous : list of random variables, optional
+        The continuous variables NUTS samples (default: all of the model's continuous
+        variables).
+    model : pymc.Model, optional
+    initial_point, compile_kwargs
+        As for PyMC's steps (passed by ``pm.sample`` when it builds the step).
+    exact_ratios : ExactRatios, optional
+        The block's structure, already read (by :func:`~pymc_discrete.recommend`).
+    **nuts_kwargs
+        Passed to :class:`pymc.NUTS` (``target_accept``, ``max_treedepth``, ...).
+
+    Raises
+    ------
+    NotCollapsible
+        If the block's sites share a term, its structure could only be probed, a
+        parameter check fails at some value, or the possible values of a site depend on
+        the continuous variables (use :class:`~pymc_discrete.BlockedGibbs` then).
+
+    Notes
+    -----
+    Sampler statistics: NUTS's (``diverging``, ``tree_depth``, ...) and the draw's
+    (``accept`` 1, ``jump_distance``: sites changed). The model's log density is not
+    reported (PyMC keeps only the last step's, and the draw's is not the joint's).
+    A NUTS gradient evaluates the block's terms at K states (K values per site): cheap
+    for labels and indicators, K times the likelihood for a switch point with K years.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     z = pm.Bernoulli("z", p, shape=100)
+    ...     idata = pm.sample(step=pmd.CollapsedNUTS([z]), chains=1,
+    ...                       progressbar=False)  # doctest: +SKIP
+    """
+
+    def __init__(self, vars=None, continuous=None, *, model=None, initial_point=None,
+                 compile_kwargs: dict | None = None, exact_ratios: ExactRatios | None = None,
+                 **nuts_kwargs) -> None:
+        model = modelcontext(model)
+        block = block_value_vars(model, vars, "CollapsedNUTS", ALBP.competence)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        support = check_discrete_block(model, block, "CollapsedNUTS", initial_point)
+        if continuous is None:
+            continuous = list(model.continuous_value_vars)
+        else:
+            continuous = get_value_vars_from_user_vars(continuous, model)
+        if not continuous:
+            raise NotCollapsible("CollapsedNUTS needs continuous variables to sample with "
+                                 "the block summed out; the model has none (use "
+                                 "pmd.BlockedGibbs)")
+        names = tuple(v.name for v in block)
+        if exact_ratios is not None and exact_ratios.var_names != names:
+            raise ValueError(f"exact_ratios were read for {exact_ratios.var_names}, not for "
+                             f"{names}")
+        exact = exact_ratios or ExactRatios(
+            model, block, initial_point, make_shared_replacements(initial_point, block, model),
+            compile_kwargs, n_categories=None if support.is_binary else support.n_values,
+            offsets=support.offsets,
+        )
+        why = collapsible(exact)
+        if why is not None:
+            raise NotCollapsible(f"CollapsedNUTS cannot sum out {', '.join(names)}: {why} "
+                                 "(use pmd.BlockedGibbs)")
+        possible = possible_values(exact)
+        marginal = marginal_log_density(model, block, initial_point, exact, possible)
+        inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
+        extra = {v: initial_point[v.name] for v in model.value_vars
+                 if v in inputs and v not in continuous}
+        logp_dlogp = ValueGradFunction([marginal], list(continuous), extra, model=model,
+                                       initial_point=initial_point, ravel_inputs=True,
+                                       **(compile_kwargs or {}))
+        logp_dlogp.trust_input = True
+        nuts = _MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
+                    initial_point=initial_point, **nuts_kwargs)
+        draw = _ExactDraw(block, possible=possible, model=model, initial_point=initial_point,
+                          compile_kwargs=compile_kwargs, exact_ratios=exact)
+        #: the block's structure (shared with the draw step)
+        self.exact_ratios = exact
+        #: (N, K) which values of every site the sum runs over
+        self.possible = possible
+        super().__init__([nuts, draw])
