@@ -37,6 +37,8 @@ import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.model.core import ValueGradFunction
 from pymc.pytensorf import make_shared_replacements
+from pymc.blocking import RaveledVars
+from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import CompoundStep
 from pymc.step_methods.hmc import NUTS
 from pymc.util import get_value_vars_from_user_vars
@@ -44,11 +46,9 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_discrete.kernels.common import StepInfo
-from pymc_discrete.kernels.gibbs import GibbsState, update_colour
+from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.exact import ExactRatios, _without_checks, block_terms
-from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = ["CollapsedNUTS", "NotCollapsible", "collapsible", "marginal_log_density",
@@ -90,14 +90,6 @@ def _site_of_term(exact: ExactRatios) -> np.ndarray:
     return owner
 
 
-def _per_site_sums(terms: np.ndarray, owner: np.ndarray, n_sites: int) -> np.ndarray:
-    """(n_sites, K) sums of every site's terms at every value row of ``terms`` (K, M)."""
-    owned = owner >= 0
-    out = np.zeros((n_sites, terms.shape[0]))
-    np.add.at(out, owner[owned], terms[:, owned].T)
-    return out
-
-
 def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
     """Which value of every site has a finite log density, the same at the initial point and
     at ``SUPPORT_PROBES`` perturbed values of the continuous variables.
@@ -113,11 +105,10 @@ def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
         If a parameter check of the model fails at some value of the block, or if the
         possible values differ between the probe points.
     """
-    n, k = exact.n_sites, exact._max_values
+    k = exact._max_values
     ks = exact._site_values
     has = np.arange(k)[None, :] < ks[:, None]
     states = np.minimum(np.arange(k)[:, None], ks[None, :] - 1)
-    owner = _site_of_term(exact)
     rng = np.random.default_rng(seed)
     saved = {s: s.get_value() for s in exact.shared.values()}
     seen = None
@@ -132,7 +123,7 @@ def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
             if not exact.checks_held:
                 raise NotCollapsible(
                     "a parameter check of the model fails at some value of the block")
-            finite = (_per_site_sums(terms, owner, n) > -np.inf) & has
+            finite = (_site_sums(terms, exact) > -np.inf) & has
             if seen is None:
                 seen = finite
             elif not np.array_equal(seen, finite):
@@ -211,31 +202,51 @@ class _MarginalNUTS(NUTS):
         return {**point, **new}, stats
 
 
-class _ExactDraw(BlockedGibbs):
-    """Every site of a one-colour block drawn afresh from its exact conditional, checking
+def _site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
+    """(N, K) sums of every site's terms at each row of ``terms`` (K, M), from the CSR
+    lists of the structure (0 for a site without terms)."""
+    s = exact.structure
+    counts = np.diff(s.site_ptr)
+    out = np.zeros((exact.n_sites, terms.shape[0]))
+    has = counts > 0
+    if s.site_terms.size:
+        out[has] = np.add.reduceat(terms[:, s.site_terms], s.site_ptr[:-1][has], axis=1).T
+    return out
+
+
+class _ExactDraw(ArrayStepShared):
+    """Every site of a one-colour block drawn afresh from its exact conditional given the
+    other variables (one batched evaluation of the block's terms at K states), checking
     that the possible values are those the sum assumed."""
 
     name = "collapsed_draw"
+    stats_dtypes_shapes = {"accept": (np.float64, []), "jump_distance": (np.int64, [])}
 
-    def __init__(self, vars, *, possible: np.ndarray, **kwargs) -> None:
-        super().__init__(vars, heat_bath_share=1.0, **kwargs)
-        self._possible = possible[self._colour_sites[0]]
+    def __init__(self, vars, *, exact: ExactRatios, possible: np.ndarray, offsets: np.ndarray,
+                 model=None, blocked: bool = True, rng=None) -> None:
+        super().__init__(vars, exact.shared, blocked, rng=rng)
+        self._exact = exact
+        self._possible = possible
+        self._offsets = np.asarray(offsets, dtype=np.int64)
+        ks, k = exact._site_values, exact._max_values
+        self._has = np.arange(k)[None, :] < ks[:, None]
+        self._states = np.minimum(np.arange(k)[:, None], ks[None, :] - 1)
 
-    def _kernel_step(self, state: GibbsState, scale: float):
-        sites = self._colour_sites[0]
-        logp_x, table, held = self._exact.colour_conditionals(state.x, sites)
-        finite = table > -np.inf
-        if not held or not np.array_equal(finite, self._possible):
+    def astep(self, q0):
+        x = np.asarray(q0.data, dtype=np.int64) - self._offsets
+        table = _site_sums(self._exact.batch_terms(self._states), self._exact)
+        finite = (table > -np.inf) & self._has  # NaN: impossible too
+        if not np.array_equal(finite, self._possible):
             raise NotCollapsible(
                 "CollapsedNUTS: at the current continuous values the possible values of "
                 f"{', '.join(self._exact.var_names)} differ from those it summed over (or a "
                 "parameter check fails at some value): their support depends on the "
                 "continuous variables. Sample them with pmd.BlockedGibbs instead.")
-        drawn, n_changed, delta = update_colour(table, state.x[sites],
-                                                self.rng.random(sites.size), 1.0)
-        x = state.x.copy()
-        x[sites] = drawn
-        return GibbsState(x, float(logp_x + delta)), StepInfo(1.0, True, int(n_changed))
+        table = np.where(finite, table, -np.inf)
+        drawn, n_changed, _ = update_colour(table, x, self.rng.random(x.size), 1.0)
+        values = (drawn + self._offsets).astype(q0.data.dtype)
+        return RaveledVars(values, q0.point_map_info), [
+            {"accept": 1.0, "jump_distance": int(n_changed)}]
 
 
 class CollapsedNUTS(CompoundStep):
@@ -275,7 +286,7 @@ class CollapsedNUTS(CompoundStep):
     Notes
     -----
     Sampler statistics: NUTS's (``diverging``, ``tree_depth``, ...) and the draw's
-    (``accept`` 1, ``jump_distance``: sites changed). The model's log density is not
+    (``accept``, always 1: an exact draw; ``jump_distance``: sites changed). The model's log density is not
     reported (PyMC keeps only the last step's, and the draw's is not the joint's).
     A NUTS gradient evaluates the block's terms at K states (K values per site): cheap
     for labels and indicators, K times the likelihood for a switch point with K years.
@@ -330,8 +341,8 @@ class CollapsedNUTS(CompoundStep):
         logp_dlogp.trust_input = True
         nuts = _MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
                     initial_point=initial_point, **nuts_kwargs)
-        draw = _ExactDraw(block, possible=possible, model=model, initial_point=initial_point,
-                          compile_kwargs=compile_kwargs, exact_ratios=exact)
+        draw = _ExactDraw(block, exact=exact, possible=possible, offsets=support.offsets,
+                          model=model)
         #: the block's structure (shared with the draw step)
         self.exact_ratios = exact
         #: (N, K) which values of every site the sum runs over
