@@ -152,20 +152,22 @@ def recommend(vars=None, model=None, initial_point=None,
             n_sites, None, None,
         )
     c = exact.structure.n_colours
-    if collapsible(exact) is None and _terms_depend_on_continuous(model, value_vars):
-        try:
-            possible_values(exact)
-        except NotCollapsible as err:
-            why_not = f" (it is not summed out: {err})"
-        else:
+    why_not = ""
+    if c == 1 and _terms_depend_on_continuous(model, value_vars):
+        refused = collapsible(exact)
+        if refused is None:
+            try:
+                possible_values(exact)
+            except NotCollapsible as err:
+                refused = str(err)
+        if refused is None:
             reason = (
                 f"the {n_sites} sites of {names} share no term: they are summed out of the "
                 "density NUTS samples (exactly, site by site) and drawn afresh from their "
                 "conditional every draw"
             )
             return Recommendation(CollapsedNUTS, reason, n_sites, c, exact)
-    else:
-        why_not = ""
+        why_not = f" (it is not summed out: {refused})"
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
             f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "

@@ -61,6 +61,11 @@ _log = logging.getLogger("pymc.pymc_discrete")
 SUPPORT_PROBES = 4
 
 
+#: largest number of term evaluations (terms x values) a sum over the block may take: each
+#: NUTS step evaluates them and their gradient
+MAX_SUMMED_TERMS = 2**22
+
+
 class NotCollapsible(ValueError):
     """The block cannot be summed out exactly site by site (the message says why)."""
 
@@ -79,6 +84,10 @@ def collapsible(exact: ExactRatios) -> str | None:
     if exact.structure.n_colours != 1:
         return (f"its sites share terms ({exact.structure.n_colours} colours): the sum over "
                 "the block would not factorise over its sites")
+    size = exact.n_terms * exact._max_values
+    if size > MAX_SUMMED_TERMS:
+        return (f"the sum would evaluate {exact.n_terms} terms at {exact._max_values} values "
+                f"({size} in all, more than {MAX_SUMMED_TERMS}) at every NUTS step")
     return None
 
 

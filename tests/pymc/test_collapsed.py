@@ -380,6 +380,18 @@ def test_support_that_moves_away_from_the_probes_is_caught_while_sampling(monkey
         _sample(model, step, draws=500, tune=100, chains=1, seed=3)
 
 
+def test_a_sum_too_large_to_evaluate_at_every_nuts_step_is_refused(monkeypatch):
+    """Terms x values above MAX_SUMMED_TERMS: CollapsedNUTS refuses and recommend() sweeps
+    the block with BlockedGibbs instead, saying why."""
+    model = _occupancy_model()
+    monkeypatch.setattr(collapse, "MAX_SUMMED_TERMS", 8)
+    with model, pytest.raises(pmd.NotCollapsible, match="more than 8"):
+        pmd.CollapsedNUTS([model["z"]])
+    choice = pmd.recommend([model["z"]], model=model)
+    assert choice.step is pmd.BlockedGibbs
+    assert "not summed out" in choice.reason and "more than 8" in choice.reason
+
+
 def test_a_model_without_continuous_variables_is_refused():
     """Nothing for NUTS to sample: NotCollapsible, and recommend() picks BlockedGibbs."""
     with pm.Model() as model:
