@@ -33,6 +33,7 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.model.core import ValueGradFunction
@@ -48,7 +49,7 @@ from pytensor.graph.traversal import graph_inputs
 
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.exact import ExactRatios, _without_checks, block_terms
+from pymc_discrete.pymc.exact import ExactRatios, _without_checks, block_pieces
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = ["CollapsedNUTS", "NotCollapsible", "collapsible", "marginal_log_density",
@@ -148,6 +149,33 @@ def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
     return seen
 
 
+def _piece_sizes(pieces: list[Variable], model, point: dict) -> np.ndarray:
+    """Number of elements of every raveled piece, at ``point`` (they do not depend on the
+    values)."""
+    inputs = [v for v in model.value_vars if v.name in point]
+    sizes = pytensor.function(inputs, pt.stack([p.size for p in pieces]),
+                              on_unused_input="ignore", mode="FAST_COMPILE")
+    return sizes(*[point[v.name] for v in inputs])
+
+
+def _sum_by_site(batch: Variable, own: np.ndarray, n: int, k: int) -> Variable:
+    """(K, N) sums of a batched piece's elements (K, size) by the site each belongs to
+    (``own``; -1: none, left out)."""
+    size = own.size
+    sites = np.arange(n)
+    if size % n == 0 and size:
+        c = size // n
+        if np.array_equal(own, np.repeat(sites, c)):  # c consecutive elements a site
+            return batch.reshape((k, n, c)).sum(axis=2)
+        if np.array_equal(own, np.tile(sites, c)):  # every site once in each of c runs
+            return batch.reshape((k, c, n)).sum(axis=1)
+    owned = np.flatnonzero(own >= 0)
+    if not owned.size:
+        return pt.zeros((k, n), dtype="float64")
+    return pt.inc_subtensor(pt.zeros((n, k), dtype="float64")[own[owned]],
+                            batch[:, owned].T).T
+
+
 def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
                          exact: ExactRatios, possible: np.ndarray) -> Variable:
     """The model's log density with the block summed out, site by site (module docstring).
@@ -169,7 +197,7 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
     Variable
         Scalar graph of the model's other value variables (the block is not an input).
     """
-    terms, rest = block_terms(model, value_vars)
+    pieces, rest = block_pieces(model, value_vars)
     n, k = exact.n_sites, exact._max_values
     # state v puts every site at v where v is possible, else at a possible value: its
     # terms are then finite (no NaN gradient) and masked out of the sum below
@@ -183,18 +211,30 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
         replace[var] = pt.constant(
             values[:, lo:lo + size].reshape((k, *shape)).astype(var.type.dtype))
         lo += size
-    unchecked, held = _without_checks(terms, list(value_vars))
-    batch, batch_held = vectorize_graph([unchecked, held], replace=replace)
+    # piece by piece: a piece whose elements follow the sites (one each, or a row or a
+    # column each) sums by a reshape, with no scatter to differentiate through
+    unchecked, helds = zip(*[_without_checks(piece, list(value_vars)) for piece in pieces])
+    batched = vectorize_graph([*unchecked, *helds], replace=replace)
     owner = _site_of_term(exact)
-    owned = np.flatnonzero(owner >= 0)
-    loose = np.flatnonzero(owner < 0)  # terms no site moves: the same in every row
-    per_site = pt.inc_subtensor(pt.zeros((n, k), dtype="float64")[owner[owned]],
-                                batch[:, owned].T)
+    sizes = [int(size) for size in _piece_sizes(pieces, model, point)]
+    if sum(sizes) != owner.size:
+        raise NotCollapsible(f"the block's terms number {sum(sizes)} in the graph and "
+                             f"{owner.size} in its structure")
+    per_site, loose_total, start = pt.zeros((k, n), dtype="float64"), 0.0, 0
+    for batch, size in zip(batched[:len(pieces)], sizes):
+        own = owner[start:start + size]
+        start += size
+        per_site = per_site + _sum_by_site(batch, own, n, k)
+        loose = np.flatnonzero(own < 0)  # elements no site moves: the same in every row
+        if loose.size:
+            loose_total = loose_total + batch[0, loose].sum()
+    held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
+    per_site = per_site.T
     per_site = pt.switch(possible, per_site, -np.inf)
     top = pt.max(per_site, axis=1)
     sums = pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
-    total = rest + batch[0, loose].sum() + sums.sum()
-    return pt.switch(pt.all(batch_held), total, -np.inf)
+    total = rest + loose_total + sums.sum()
+    return pt.switch(held, total, -np.inf)
 
 
 class _MarginalNUTS(NUTS):

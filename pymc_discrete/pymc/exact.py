@@ -144,6 +144,21 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
     return [term]
 
 
+def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable], Variable]:
+    """The raveled float64 pieces of :func:`block_terms` (the terms that depend on the
+    block, in order) and the rest of the log density."""
+    rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
+    pieces, others = [], []
+    for term in model.logp(vars=rvs, sum=False):
+        if not variable_depends_on(term, value_vars):
+            others.append(term)
+            continue
+        for piece in split_into_pieces(term, value_vars):
+            (pieces if variable_depends_on(piece, value_vars) else others).append(piece)
+    rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
+    return [pt.cast(p, "float64").ravel() for p in pieces], rest
+
+
 def block_terms(model, value_vars: Sequence[Variable]) -> tuple[Variable, Variable]:
     """The model's log density split into the elementwise terms that depend on a block
     and the rest.
@@ -164,17 +179,8 @@ def block_terms(model, value_vars: Sequence[Variable]) -> tuple[Variable, Variab
         float64 scalar: the sum of everything else (terms and pieces that do not depend on
         the block), so that ``terms.sum() + rest`` is the model's log density.
     """
-    rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
-    pieces, others = [], []
-    for term in model.logp(vars=rvs, sum=False):
-        if not variable_depends_on(term, value_vars):
-            others.append(term)
-            continue
-        for piece in split_into_pieces(term, value_vars):
-            (pieces if variable_depends_on(piece, value_vars) else others).append(piece)
-    terms = pt.concatenate([pt.cast(p, "float64").ravel() for p in pieces])
-    rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
-    return terms, rest
+    pieces, rest = block_pieces(model, value_vars)
+    return pt.concatenate(pieces), rest
 
 
 # ---------------------------------------------------------------------------------------
