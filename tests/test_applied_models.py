@@ -146,3 +146,34 @@ def test_the_runner_measures_agreement_and_reports_a_failed_variant_as_a_row():
     assert "| pymc-discrete best | unsupported: TypeError: no |" in table
     assert table.count("\n") == len(rows) + 1
     assert "FAIL" in ra.bars(rows) or "pass" in ra.bars(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("builder", ["gaussian_mixture", "site_occupancy", "capture_recapture",
+                                     "change_point"])
+def test_collapsed_nuts_sums_out_exactly_what_the_hand_written_marginal_does(builder):
+    """CollapsedNUTS's automatic marginal (full-size models) has the log density and the
+    gradient of the benchmark's hand-written marginal model at random points around the
+    initial point (the two share their continuous variables and transforms)."""
+    import pymc_discrete as pmd
+    from pymc.blocking import DictToArrayBijection
+
+    applied = getattr(am, builder)()
+    model, marginal = applied.model, applied.marginal
+    with model:
+        step = pmd.CollapsedNUTS([model[v] for v in applied.discrete])
+    nuts = step.methods[0]
+    ours = nuts._logp_dlogp_func
+    ours.set_extra_values({})
+    by_name = {v.name: v for v in marginal.value_vars}
+    theirs = marginal.logp_dlogp_function(
+        ravel_inputs=True, grad_vars=[marginal.values_to_rvs[by_name[n]] for n in nuts.var_names])
+    theirs.set_extra_values({})
+    start = model.initial_point()
+    q = DictToArrayBijection.map({n: start[n] for n in nuts.var_names}).data
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = q + rng.normal(0.0, 0.3, q.size)
+        (lp, grad), (lp_ref, grad_ref) = ours(x), theirs(x)
+        np.testing.assert_allclose(lp, lp_ref, rtol=1e-10, atol=1e-8)
+        np.testing.assert_allclose(grad, grad_ref, rtol=1e-8, atol=1e-8)

@@ -53,7 +53,9 @@ def test_the_gradient_proposal_falls_back_to_exact_ratios_with_a_reason():
     assert step.proposal == "exact"
 
 
-def test_change_point_register_sums_the_switch_out_and_matches_the_summed_out_model():
+def test_change_point_register_picks_blocked_gibbs_and_matches_the_summed_out_model():
+    """40 switch years: too many values to sum out at every NUTS step
+    (COLLAPSE_MAX_VALUES), so BlockedGibbs draws the switch from its exact conditional."""
     rng = np.random.default_rng(3)
     years = np.arange(1900, 1940)
     counts = rng.poisson(np.where(years >= 1925, 1.0, 3.0))
@@ -63,7 +65,7 @@ def test_change_point_register_sums_the_switch_out_and_matches_the_summed_out_mo
         late = pm.Exponential("late", 1.0)
         pm.Poisson("d", pm.math.switch(switch >= years, early, late), observed=counts)
     choice = pmd.recommend(model=model)
-    assert choice.step is pmd.CollapsedNUTS
+    assert choice.step is pmd.BlockedGibbs and "not summed out" in choice.reason
     pmd.register()
     try:
         with model:
