@@ -143,7 +143,7 @@ def test_the_runner_measures_agreement_and_reports_a_failed_variant_as_a_row():
     # ESS per second of the post-tuning draws: half of the 2 s
     assert rows[1].ess_per_s == pytest.approx(rows[1].ess_min / 1.0)
     table = ra.format_table(applied, rows)
-    assert "| pymc-discrete best | unsupported: TypeError: no |" in table
+    assert f"| {ra.PMD_BEST} | unsupported: TypeError: no |" in table
     assert table.count("\n") == len(rows) + 1
     assert "FAIL" in ra.bars(rows) or "pass" in ra.bars(rows)
 
