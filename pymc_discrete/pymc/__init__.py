@@ -6,6 +6,7 @@ from pymc_discrete.pymc.choose import Recommendation, recommend
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
+from pymc_discrete.pymc.paired import PairedFlip
 from pymc_discrete.pymc.pas import PAS
 from pymc_discrete.pymc.register import is_registered, register, unregister
 
@@ -16,6 +17,7 @@ __all__ = [
     "CollapsedNUTS",
     "NotCollapsible",
     "PAS",
+    "PairedFlip",
     "Recommendation",
     "RelaxationError",
     "RelaxationWarning",

@@ -30,17 +30,21 @@ import logging
 import weakref
 from typing import NamedTuple
 
+import numpy as np
+
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
 from pymc.step_methods.hmc import NUTS
 from pymc.step_methods.hmc.base_hmc import BaseHMC
+from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
 from pymc_discrete.pymc.exact import ExactRatios, block_terms
 from pymc_discrete.pymc.gibbs import BlockedGibbs
+from pymc_discrete.pymc.paired import PairedFlip, switched_coefficients
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = [
@@ -90,6 +94,9 @@ class Recommendation(NamedTuple):
         Colours of the block's structure (None when it could not be read).
     exact_ratios : ExactRatios or None
         The structure read, reused when the recommended step is built.
+    coefficients : Variable or None
+        For :class:`PairedFlip`: the value variable of the coefficients the block's
+        indicator switches.
 
     Examples
     --------
@@ -106,6 +113,7 @@ class Recommendation(NamedTuple):
     n_sites: int
     n_colours: int | None
     exact_ratios: ExactRatios | None
+    coefficients: Variable | None = None
 
 
 def _block(vars, model, initial_point):
@@ -179,6 +187,13 @@ def recommend(vars=None, model=None, initial_point=None,
             )
             return Recommendation(CollapsedNUTS, reason, n_sites, c, exact)
         why_not = f" (it is not summed out: {refused})"
+    paired = _switched(model, value_vars, initial_point, support) if c > 1 else None
+    if paired is not None:
+        beta, found = paired
+        reason = (f"{found}: each flip of a site redraws {beta.name} from a Gaussian fit of "
+                  f"its conditional (a site flipped alone, with {beta.name} where it is, is "
+                  "nearly always refused)")
+        return Recommendation(PairedFlip, reason, n_sites, c, exact, beta)
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
             f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "
@@ -191,6 +206,18 @@ def recommend(vars=None, model=None, initial_point=None,
         "would cost about one evaluation per site, ALBP moves many sites per evaluation"
     )
     return Recommendation(ALBP, reason, n_sites, c, exact)
+
+
+def _switched(model, value_vars, initial_point, support):
+    """``(coefficients, what was found)`` when the block is one 0/1 indicator that
+    switches a continuous variable's elements on and off (else None)."""
+    if len(value_vars) != 1 or not support.is_binary or np.any(support.offsets != 0):
+        return None
+    try:
+        beta, found = switched_coefficients(model, value_vars[0], initial_point)
+    except Exception:  # a model the probe cannot evaluate: not paired
+        return None
+    return None if beta is None else (beta, found)
 
 
 #: the parameters of PyMC's NUTS: ``pm.sample(nuts={...})`` (and ``target_accept=``) reach
@@ -279,6 +306,9 @@ class AutoStep(BlockedStep):
                       ", ".join(step.exact_ratios.var_names),
                       ", ".join(v.name for v in continuous), choice.reason)
             return step
+        if choice.step is PairedFlip and continuous and not step_kwargs:
+            return cls._paired_steps(choice, discrete, continuous, model, initial_point,
+                                     compile_kwargs, nuts_kwargs)
         step = cls._discrete_step(choice, discrete, model, initial_point, compile_kwargs,
                                   step_kwargs)
         if not continuous:
@@ -290,9 +320,40 @@ class AutoStep(BlockedStep):
         return CompoundStep([step, nuts])
 
     @staticmethod
+    def _paired_steps(choice, discrete, continuous, model, initial_point, compile_kwargs,
+                      nuts_kwargs):
+        flip = PairedFlip(discrete, choice.coefficients, model=model,
+                          initial_point=initial_point, compile_kwargs=compile_kwargs)
+        flip.choice_reason = choice.reason
+        # a quadratic log density in the coefficients (one Newton step: the fit is exact)
+        # makes PairedFlip's refresh an exact Gibbs draw of them; NUTS then samples only
+        # the rest, else the coefficients too
+        gaussian = flip.newton_steps == 1 and flip.refresh
+        rest = [v for v in continuous if not (gaussian and v is choice.coefficients)]
+        _log.info("pymc_discrete chose PairedFlip for [%s] with NUTS for [%s]: %s%s.",
+                  ", ".join(v.name for v in discrete), ", ".join(v.name for v in rest),
+                  choice.reason, "; its conditional is Gaussian, so the flips draw "
+                  f"{choice.coefficients.name} exactly" if gaussian else "")
+        if not rest:
+            return flip
+        nuts = NUTS(rest, model=model, initial_point=initial_point,
+                    compile_kwargs=compile_kwargs, **nuts_kwargs)
+        return CompoundStep([flip, nuts])
+
+    @staticmethod
     def _discrete_step(choice, discrete, model, initial_point, compile_kwargs, kwargs):
         step_class = BlockedGibbs if choice.step is CollapsedNUTS else choice.step
         reason = choice.reason
+        if step_class is PairedFlip and not kwargs:
+            step = PairedFlip(discrete, choice.coefficients, model=model,
+                              initial_point=initial_point, compile_kwargs=compile_kwargs)
+            step.choice_reason = reason
+            _log.info("pymc_discrete chose PairedFlip for [%s]: %s.",
+                      ", ".join(v.name for v in discrete), reason)
+            return step
+        if step_class is PairedFlip:  # options of the other steps: the block's sweep
+            step_class = BlockedGibbs
+            reason += "; options were given for the discrete step, so BlockedGibbs sweeps it"
         if step_class is not choice.step:
             reason += ("; the continuous variables are sampled by another step, so the block "
                        "is swept by BlockedGibbs instead")
@@ -335,7 +396,8 @@ class AutoStep(BlockedStep):
             choice = _cached_recommendation(model, discrete, None, None)
         except Exception:  # the block is refused: its own step will say why
             return Competence.INCOMPATIBLE
-        return Competence.PREFERRED if choice.step is CollapsedNUTS else Competence.INCOMPATIBLE
+        claims = choice.step in (CollapsedNUTS, PairedFlip)
+        return Competence.PREFERRED if claims else Competence.INCOMPATIBLE
 
     def step(self, point):  # pragma: no cover - never an instance
         raise NotImplementedError

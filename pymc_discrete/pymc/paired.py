@@ -1,0 +1,279 @@
+"""PairedFlip: a binary indicator flipped together with the coefficient it switches.
+
+The kernel's mathematics is in :mod:`pymc_discrete.kernels.paired`; this module finds the
+pairing in a PyMC model (:func:`switched_coefficients`) and runs the moves as a PyMC step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.blocking import RaveledVars
+from pymc.model import modelcontext
+from pymc.pytensorf import compile as pm_compile
+from pymc.pytensorf import make_shared_replacements
+from pymc.step_methods.arraystep import ArrayStepShared
+from pymc.util import get_value_vars_from_user_vars
+from pytensor.graph.basic import Variable
+from pytensor.gradient import jacobian
+from pytensor.graph.replace import clone_replace
+
+from pymc_discrete.kernels.paired import NEWTON_STEPS, draw, fit_gaussian, log_density
+from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
+
+__all__ = ["PairedFlip", "switched_coefficients"]
+
+#: points (the initial one perturbed, with random indicators) at which a pairing is checked
+PROBE_POINTS = 4
+
+
+def _binary_indicator(model, value: Variable, initial_point: dict, step_name: str) -> int:
+    """The number of sites of ``value``, after checking that each takes the values 0 and 1."""
+    support = check_discrete_block(model, [value], step_name, initial_point)
+    if not (support.is_binary and np.all(support.offsets == 0)):
+        raise ValueError(f"{step_name} needs one binary variable with values 0 and 1 (e.g. a "
+                         f"Bernoulli); {value.name} is not one")
+    return int(support.n_values.size)
+
+
+def switched_coefficients(model, indicator, initial_point: dict | None = None,
+                          seed: int = 0) -> tuple[Variable | None, str]:
+    """The continuous variable whose element ``j`` the indicator's site ``j`` switches.
+
+    A continuous variable ``beta`` of the indicator's size is *switched* by ``g`` when
+    every term of the log density other than ``beta``'s own prior is flat in ``beta_j``
+    while ``g_j = 0`` and not while ``g_j = 1`` (``g * beta`` in a regression). Checked on
+    the gradient at :data:`PROBE_POINTS` points: the initial point with the continuous
+    variables perturbed and random indicators (each site both on and off among them).
+
+    Parameters
+    ----------
+    model : pymc.Model
+    indicator : random or value variable
+        A binary variable with values 0 and 1.
+    initial_point : dict, optional
+    seed : int
+        Seed of the probe points.
+
+    Returns
+    -------
+    coefficients : Variable or None
+        The value variable of the switched continuous variable (None if there is none).
+    reason : str
+        What was found, or why no variable qualifies.
+    """
+    if initial_point is None:
+        initial_point = model.initial_point()
+    g = model.rvs_to_values.get(indicator, indicator)
+    n = _binary_indicator(model, g, initial_point, "PairedFlip")
+    candidates = [v for v in model.continuous_value_vars
+                  if np.size(initial_point[v.name]) == n]
+    if not candidates:
+        return None, f"no continuous variable has the {n} elements of {g.name}"
+    rng = np.random.default_rng(seed)
+    patterns = rng.integers(0, 2, (PROBE_POINTS // 2, n))
+    patterns = np.concatenate([patterns, 1 - patterns])  # every site both on and off
+    points = []
+    for pattern in patterns:
+        point = {name: np.array(value, copy=True) for name, value in initial_point.items()}
+        for v in model.continuous_value_vars:
+            value = initial_point[v.name]
+            point[v.name] = (value + rng.normal(0.0, 1.0, np.shape(value))).astype(value.dtype)
+        point[g.name] = pattern.reshape(np.shape(initial_point[g.name])).astype(g.dtype)
+        points.append(point)
+    for beta in candidates:
+        own = model.values_to_rvs[beta]
+        others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
+        slope = pt.grad(model.logp(vars=others), beta)
+        fn = pm_compile(model.value_vars, slope, on_unused_input="ignore")
+        switched = True
+        seen_on = np.zeros(n, dtype=bool)
+        for point, pattern in zip(points, patterns, strict=True):
+            grad = np.ravel(fn(**{v.name: point[v.name] for v in model.value_vars}))
+            if not np.all(np.isfinite(grad)) or np.any(grad[pattern == 0] != 0.0):
+                switched = False
+                break
+            seen_on |= (pattern == 1) & (grad != 0.0)
+        if switched and seen_on.all():
+            return beta, (f"every element of {beta.name} enters the log density (beyond its "
+                          f"prior) only while its site of {g.name} is 1")
+    return None, (f"no continuous variable of {n} elements is switched off by {g.name} "
+                  "(flat in the likelihood wherever its site is 0)")
+
+
+class PairedFlip(ArrayStepShared):
+    """Flips of a binary indicator, each with a fresh draw of the coefficients it switches.
+
+    For spike-and-slab models written as ``g * beta``: a flip of ``g_j`` alone proposes
+    to switch on a coefficient that has wandered under its prior, and is nearly always
+    refused (and with correlated predictors, so is a flip that keeps the other
+    coefficients where they are). Every draw, PairedFlip visits the sites in random order
+    and proposes, for each, to flip ``g_j`` and draw the whole of ``beta`` from a Gaussian
+    fitted (Newton steps from a fixed anchor) to its conditional given the flipped
+    indicators and the other variables, accepted by Metropolis-Hastings with the fit at
+    the current indicators as the reverse move (see :mod:`pymc_discrete.kernels.paired`).
+    The move is exact whatever the model; where ``beta``'s conditional is Gaussian (a
+    linear regression given the noise scale) it is a collapsed Gibbs update of the
+    indicators, ``beta`` integrated out. Pair it with NUTS on the continuous variables
+    (``beta`` included); ``pmd.register()`` does so when it finds the pairing
+    (:func:`switched_coefficients`).
+
+    Parameters
+    ----------
+    vars : random variable or list of one
+        The indicator: one binary variable with values 0 and 1.
+    coefficients : random variable, optional
+        The continuous variable whose element ``j`` site ``j`` switches (default: the one
+        :func:`switched_coefficients` finds; an error if none).
+    model : pymc.Model, optional
+    initial_point, compile_kwargs, rng, blocked
+        As for PyMC's steps. The fits start from ``coefficients``' value at
+        ``initial_point``.
+    newton_steps : int, optional
+        Newton steps per fit (an evaluation of the gradient and Hessian each). Default:
+        one where the log density is quadratic in the coefficients (checked at
+        construction: the fit is then exact), else two.
+    refresh : bool
+        After the flips, also propose the coefficients afresh from the fit at the
+        indicators reached (one more log density evaluation; for a Gaussian conditional
+        an exact Gibbs draw of the coefficients).
+
+    Notes
+    -----
+    Cost per draw: one log density evaluation per site and, per distinct indicator
+    pattern visited, ``newton_steps`` evaluations of the gradient and Hessian with respect
+    to ``coefficients`` (p x p for p coefficients) and a Cholesky factorisation. Sampler
+    statistics: ``accept`` (mean acceptance probability of the draw's flips) and
+    ``jump_distance`` (sites flipped).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_discrete as pmd
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> with pm.Model():
+    ...     g = pm.Bernoulli("g", 0.5, shape=3)
+    ...     beta = pm.Normal("beta", 0, 1, shape=3)
+    ...     y = pm.Normal("y", pm.math.dot(X, g * beta), 1.0, observed=X[:, 0])
+    ...     step = pmd.PairedFlip([g])
+    >>> step.coefficients_name
+    'beta'
+    """
+
+    name = "paired_flip"
+    stats_dtypes_shapes = {"accept": (np.float64, []), "jump_distance": (np.int64, [])}
+
+    def __init__(self, vars=None, coefficients=None, *, model=None, initial_point=None,
+                 compile_kwargs: dict | None = None, newton_steps: int | None = None,
+                 refresh: bool = True, rng=None, blocked: bool = True) -> None:
+        model = modelcontext(model)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        block = block_value_vars(model, vars, "PairedFlip", ALBP.competence)
+        if len(block) != 1:
+            raise ValueError("PairedFlip takes one indicator variable, got "
+                             f"{[v.name for v in block]}")
+        g = block[0]
+        n = _binary_indicator(model, g, initial_point, "PairedFlip")
+        if coefficients is None:
+            beta, why = switched_coefficients(model, g, initial_point)
+            if beta is None:
+                raise ValueError(f"PairedFlip found nothing to pair with {g.name}: {why}; pass "
+                                 "coefficients= (or sample the block with pmd.BlockedGibbs)")
+        else:
+            [beta] = get_value_vars_from_user_vars([coefficients], model)
+            if beta not in model.continuous_value_vars:
+                raise TypeError(f"PairedFlip's coefficients must be continuous; {beta.name} "
+                                "is not")
+        if newton_steps is not None and newton_steps < 1:
+            raise ValueError(f"newton_steps must be at least 1, got {newton_steps}")
+        shape = np.shape(initial_point[beta.name])
+        shared = make_shared_replacements(initial_point, [g, beta], model)
+        flat = pt.vector(f"{beta.name}_flat", dtype=beta.dtype)
+        logp = clone_replace(model.logp(), {**shared, beta: flat.reshape(shape)},
+                             rebuild_strict=False)
+        gradient = pt.grad(logp, flat)
+        hessian = jacobian(gradient, flat, vectorize=True)
+        chol = pt.linalg.cholesky(-0.5 * (hessian + hessian.T), lower=True, on_error="nan")
+        newton = flat + pt.linalg.cho_solve((chol, True), gradient)
+        scale = pt.linalg.solve_triangular(chol, pt.eye(flat.shape[0]), lower=True, trans="T")
+        kwargs = compile_kwargs or {}
+        self._logp = pm_compile([g, flat], logp, **kwargs)
+        self._newton_step = pm_compile([g, flat], [newton, chol, scale], **kwargs)
+        self._hessian = pm_compile([g, flat], hessian, **kwargs)
+        for fn in (self._logp, self._newton_step, self._hessian):
+            fn.trust_input = True
+        self._g_shape, self._g_dtype = np.shape(initial_point[g.name]), np.dtype(g.dtype)
+        self._b_dtype = np.dtype(beta.dtype)
+        self._anchor = np.ravel(initial_point[beta.name]).astype(float)
+        self._n = n
+        #: Newton steps per fit: one where the log density is quadratic in the
+        #: coefficients (the fit is then exact), else NEWTON_STEPS
+        self.newton_steps = int(newton_steps or (1 if self._quadratic(initial_point, g.name)
+                                                 else NEWTON_STEPS))
+        self.refresh = bool(refresh)
+        #: the name of the paired continuous variable's value variable
+        self.coefficients_name = beta.name
+        super().__init__([g, beta], shared, blocked, rng=rng)
+
+    def _quadratic(self, initial_point: dict, g_name: str, seed: int = 0) -> bool:
+        """Whether the Hessian in the coefficients is the same at the anchor and at two
+        random points, with the indicators all on (then one Newton step is exact)."""
+        rng = np.random.default_rng(seed)
+        on = self._g(np.ones(self._n, dtype=np.int64))
+        first = self._hessian(on, self._anchor.astype(self._b_dtype))
+        for _ in range(2):
+            b = self._anchor + rng.normal(0.0, 1.0, self._anchor.size)
+            other = self._hessian(on, b.astype(self._b_dtype))
+            if not (np.all(np.isfinite(first)) and np.allclose(other, first, rtol=1e-8,
+                                                                atol=1e-10)):
+                return False
+        return True
+
+    def _g(self, g: np.ndarray) -> np.ndarray:
+        return g.reshape(self._g_shape).astype(self._g_dtype)
+
+    def _log_density(self, g: np.ndarray, b: np.ndarray) -> float:
+        logp = float(self._logp(self._g(g), b.astype(self._b_dtype)))
+        return logp if np.isfinite(logp) else -np.inf  # nan: an impossible state
+
+    def _fit(self, g: np.ndarray, fits: dict):
+        key = g.tobytes()
+        if key not in fits:
+            fixed = self._g(g)
+            fits[key] = fit_gaussian(
+                lambda b: self._newton_step(fixed, b.astype(self._b_dtype)),
+                self._anchor, self.newton_steps)
+        return fits[key]
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict]]:
+        n = self._n
+        g = np.rint(q0.data[:n]).astype(np.int64)
+        b = np.asarray(q0.data[n:], dtype=float).copy()
+        logp = self._log_density(g, b)
+        fits: dict = {}  # by indicator pattern: the other variables stay fixed in a draw
+        accept, flipped = 0.0, 0
+        for j in self.rng.permutation(n):
+            g_new = g.copy()
+            g_new[j] = 1 - g[j]
+            forward, reverse = self._fit(g_new, fits), self._fit(g, fits)
+            b_new = draw(forward, self.rng.standard_normal(b.size))
+            logp_new = self._log_density(g_new, b_new)
+            log_ratio = logp_new - logp + log_density(b, reverse) - log_density(b_new, forward)
+            if logp_new == -np.inf or np.isnan(log_ratio):
+                log_ratio = -np.inf  # a proposal of nan or -inf density is refused
+            accept += float(np.exp(min(log_ratio, 0.0)))
+            if np.log(self.rng.random()) < log_ratio:
+                g, b, logp = g_new, b_new, logp_new
+                flipped += 1
+        if self.refresh:  # the coefficients afresh from the fit at the indicators reached
+            fit = self._fit(g, fits)
+            b_new = draw(fit, self.rng.standard_normal(b.size))
+            logp_new = self._log_density(b=b_new, g=g)
+            log_ratio = logp_new - logp + log_density(b, fit) - log_density(b_new, fit)
+            if logp_new > -np.inf and not np.isnan(log_ratio) \
+                    and np.log(self.rng.random()) < log_ratio:
+                b, logp = b_new, logp_new
+        data = np.concatenate([g.astype(q0.data.dtype), b.astype(q0.data.dtype)])
+        return RaveledVars(data, q0.point_map_info), [
+            {"accept": accept / max(n, 1), "jump_distance": flipped}]

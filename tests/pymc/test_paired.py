@@ -1,0 +1,268 @@
+"""PairedFlip: a binary indicator flipped with a fresh draw of the coefficients it
+switches. Checked against exact posteriors: conjugate regressions (the indicators'
+joint distribution in closed form, the coefficients' means too), a pairing that is not a
+switch (the scale mixture) and a logistic regression (quadrature), each per chain; the
+automatic choice through ``recommend`` and ``register``; refused proposals; seeds."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy.special import expit, log_expit, logsumexp
+
+import pymc_discrete as pmd
+from pymc_discrete.kernels.paired import fit_gaussian, gaussian_fit, log_density
+from pymc_discrete.pymc.paired import switched_coefficients
+from tests.pymc.joint import assert_joint_frequencies_match
+
+#: means must lie within this many Monte Carlo standard errors of the exact ones
+N_MCSE = 4.0
+PATTERNS = np.array(list(itertools.product((0, 1), repeat=3)))
+INCLUSION, SLAB, SPIKE = 0.3, 0.7, 0.05
+
+
+def _design(seed: int = 3, n: int = 25) -> tuple[np.ndarray, np.ndarray]:
+    """Three correlated predictors and a weak signal: every inclusion pattern has a
+    noticeable posterior probability."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 1))
+    X = 0.7 * z + 0.7 * rng.normal(size=(n, 3))
+    y = X @ np.array([0.45, 0.0, -0.3]) + rng.normal(size=n)
+    return X, y
+
+
+def _switched_model(X, y) -> pm.Model:
+    """``g * beta`` with the noise scale known: beta's conditional is Gaussian."""
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", INCLUSION, shape=3)
+        beta = pm.Normal("beta", 0.0, SLAB, shape=3)
+        pm.Normal("y", pm.math.dot(X, g * beta), 1.0, observed=y)
+    return model
+
+
+def _scale_mixture_model(X, y) -> pm.Model:
+    """The indicator picks beta's prior scale (no switch: beta is always in the
+    likelihood)."""
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", INCLUSION, shape=3)
+        beta = pm.Normal("beta", 0.0, pt.switch(g, SLAB, SPIKE), shape=3)
+        pm.Normal("y", pm.math.dot(X, beta), 1.0, observed=y)
+    return model
+
+
+def _conjugate_truth(X, y, scales_of) -> tuple[np.ndarray, np.ndarray]:
+    """Exact P(pattern) over PATTERNS and E[beta] for ``y ~ N(X beta, I)``, ``beta ~ N(0,
+    diag(scales_of(g))^2)``; a scale of 0 is an excluded coefficient under the ``g *
+    beta`` model, whose own prior N(0, SLAB^2) then gives its mean 0."""
+    log_post, means = [], []
+    for g in PATTERNS:
+        d = scales_of(g)
+        cov = np.eye(len(y)) + (X * d**2) @ X.T
+        sign, logdet = np.linalg.slogdet(cov)
+        log_post.append(-0.5 * (logdet + y @ np.linalg.solve(cov, y))
+                        + np.sum(np.where(g, np.log(INCLUSION), np.log1p(-INCLUSION))))
+        inside = d > 0
+        mean = np.zeros(3)
+        Xg = X[:, inside]
+        precision = Xg.T @ Xg + np.diag(1.0 / d[inside] ** 2)
+        mean[inside] = np.linalg.solve(precision, Xg.T @ y)
+        means.append(mean)
+    log_post = np.array(log_post)
+    probs = np.exp(log_post - logsumexp(log_post))
+    return probs, probs @ np.array(means)
+
+
+def _assert_means(idata, name: str, truth: np.ndarray) -> None:
+    draws = idata.posterior[name].values  # (chain, draw, 3)
+    for j, exact in enumerate(truth):
+        x = draws[..., j]
+        se = float(az.mcse(x))
+        assert abs(x.mean() - exact) <= N_MCSE * se, (
+            f"{name}[{j}]: {x.mean()} against {exact} (MCSE {se})")
+
+
+def _sample(model, step, *, draws=2000, tune=300, chains=2, seed=5, cores=1, **kwargs):
+    with model:
+        return pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, step=step,
+                         random_seed=seed, progressbar=False,
+                         compute_convergence_checks=False, **kwargs)
+
+
+def test_switched_indicators_and_coefficients_match_the_conjugate_posterior():
+    """PairedFlip alone (its refresh moves beta when no flip does) on ``g * beta``: the
+    joint distribution of the 8 inclusion patterns per chain and beta's means are the
+    exact ones; it finds beta by itself, and one Newton step (the fit is exact)."""
+    X, y = _design()
+    model = _switched_model(X, y)
+    probs, beta_mean = _conjugate_truth(X, y, lambda g: np.where(g, SLAB, 0.0))
+    assert probs.min() > 0.005 and probs.max() < 0.5  # every pattern matters
+    with model:
+        step = pmd.PairedFlip([model["g"]])
+    assert step.coefficients_name == "beta" and step.newton_steps == 1
+    idata = _sample(model, [step])
+    assert_joint_frequencies_match(idata, ["g"], PATTERNS, probs, n_mcse=N_MCSE)
+    _assert_means(idata, "beta", beta_mean)
+    # the collapsed flips move: most draws flip some site
+    assert float((idata.sample_stats["jump_distance"] > 0).mean()) > 0.3
+
+
+def test_a_pairing_that_is_not_a_switch_is_still_exact():
+    """Forced on the scale mixture (beta is in the likelihood whatever g), with NUTS on
+    beta too: the flips are Metropolis-Hastings moves, exact whatever the pairing."""
+    X, y = _design()
+    model = _scale_mixture_model(X, y)
+    probs, beta_mean = _conjugate_truth(X, y, lambda g: np.where(g, SLAB, SPIKE))
+    assert probs.min() > 0.01
+    with model:
+        assert switched_coefficients(model, model["g"])[0] is None
+        step = pmd.PairedFlip([model["g"]], coefficients=model["beta"])
+        nuts = pm.NUTS([model["beta"]])
+    idata = _sample(model, [step, nuts])
+    assert_joint_frequencies_match(idata, ["g"], PATTERNS, probs, n_mcse=N_MCSE)
+    _assert_means(idata, "beta", beta_mean)
+
+
+def _logistic():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 2))
+    y = (rng.random(30) < expit(X @ np.array([0.6, 0.0]))).astype(int)
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.5, shape=2)
+        beta = pm.Normal("beta", 0.0, 1.5, shape=2)
+        pm.Bernoulli("y", logit_p=pm.math.dot(X, g * beta), observed=y)
+    # quadrature: beta on a grid, every pattern (an excluded beta integrates its prior)
+    grid = np.linspace(-6, 6, 401)
+    b0, b1 = np.meshgrid(grid, grid, indexing="ij")
+    log_prior = -0.5 * (b0**2 + b1**2) / 1.5**2
+    patterns = np.array(list(itertools.product((0, 1), repeat=2)))
+    log_mass, means = [], []
+    for g_ in patterns:
+        eta = X[:, :1, None] * (g_[0] * b0)[None] + X[:, 1:, None] * (g_[1] * b1)[None]
+        loglik = (y[:, None, None] * log_expit(eta)
+                  + (1 - y[:, None, None]) * log_expit(-eta)).sum(0)
+        logw = loglik + log_prior
+        w = np.exp(logw - logw.max())
+        log_mass.append(np.log(w.sum()) + logw.max())
+        means.append([(w * b0).sum() / w.sum(), (w * b1).sum() / w.sum()])
+    log_mass = np.array(log_mass)
+    probs = np.exp(log_mass - logsumexp(log_mass))
+    return model, patterns, probs, probs @ np.array(means)
+
+
+def test_a_logistic_regression_matches_quadrature():
+    """A likelihood that is not Gaussian in beta: two Newton steps, the fit approximate,
+    the chain exact (patterns per chain and beta's means against quadrature)."""
+    model, patterns, probs, beta_mean = _logistic()
+    assert probs.min() > 0.1
+    with model:
+        step = pmd.PairedFlip([model["g"]])
+        nuts = pm.NUTS([model["beta"]])
+    assert step.newton_steps == 2
+    idata = _sample(model, [step, nuts], seed=9)
+    assert_joint_frequencies_match(idata, ["g"], patterns, probs, n_mcse=N_MCSE)
+    _assert_means(idata, "beta", beta_mean)
+
+
+def test_proposals_of_impossible_or_nan_density_are_refused():
+    """A potential forbids beta[0] > 0.2: no draw ever has it, and the chain still moves."""
+    X, y = _design()
+    model = _switched_model(X, y)
+    with model:
+        pm.Potential("cut", pt.switch(model["beta"][0] > 0.2, -np.inf, 0.0))
+        step = pmd.PairedFlip([model["g"]])
+    idata = _sample(model, [step], draws=300, tune=0, initvals={"beta": np.zeros(3)})
+    beta = idata.posterior["beta"].values
+    assert beta[..., 0].max() <= 0.2
+    assert np.unique(beta[..., 0]).size > 50
+
+
+def test_the_fit_is_exact_for_a_gaussian_and_falls_back_where_not_concave():
+    """One Newton step from anywhere gives a Gaussian's mean and precision; a density
+    that is not concave at the anchor gives the anchor with unit precision."""
+    precision = np.array([[2.0, 0.5], [0.5, 1.0]])
+    mean = np.array([0.3, -1.2])
+
+    def newton(b):
+        gradient = -precision @ (b - mean)
+        chol = np.linalg.cholesky(precision)
+        return b + np.linalg.solve(precision, gradient), chol, np.linalg.inv(chol).T
+
+    fit = fit_gaussian(newton, np.array([5.0, 5.0]), steps=1)
+    np.testing.assert_allclose(fit.mean, mean)
+    np.testing.assert_allclose(fit.chol_precision @ fit.chol_precision.T, precision)
+    x = np.array([0.1, 0.4])
+    d = x - mean
+    exact = -0.5 * d @ precision @ d + 0.5 * np.log(np.linalg.det(precision)) - np.log(2 * np.pi)
+    assert log_density(x, fit) == pytest.approx(exact, abs=1e-12)
+    nan = fit_gaussian(lambda b: (b * np.nan, np.full((2, 2), np.nan), np.eye(2)),
+                       np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(nan.mean, [1.0, 2.0])
+    np.testing.assert_array_equal(nan.chol_precision, np.eye(2))
+    assert log_density(np.zeros(2), gaussian_fit(np.zeros(2), np.eye(2))) == pytest.approx(
+        -np.log(2 * np.pi))
+
+
+def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog):
+    """recommend() says PairedFlip on ``g * beta`` (several colours: the sites share the
+    likelihood) and not on the scale mixture; register() builds PairedFlip with NUTS on
+    the rest (beta left to the exact flips: its conditional is Gaussian)."""
+    X, y = _design()
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", INCLUSION, shape=3)
+        beta = pm.Normal("beta", 0.0, SLAB, shape=3)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", pm.math.dot(X, g * beta), sigma, observed=y)
+    choice = pmd.recommend([g], model=model)
+    assert choice.step is pmd.PairedFlip and choice.coefficients.name == "beta"
+    assert "beta" in choice.reason
+    scale = _scale_mixture_model(X, y)
+    assert pmd.recommend([scale["g"]], model=scale).step is not pmd.PairedFlip
+    pmd.register()
+    try:
+        with caplog.at_level(logging.INFO, logger="pymc"):
+            idata = _sample(model, None, draws=200, tune=200, chains=1)
+    finally:
+        pmd.unregister()
+    assert "pymc_discrete chose PairedFlip for [g] with NUTS for [sigma_log__]" in caplog.text
+    assert "jump_distance" in idata.sample_stats and "diverging" in idata.sample_stats
+
+
+def test_refusals():
+    X, y = _design()
+    with pm.Model() as model:
+        k = pm.Categorical("k", np.ones(3) / 3, shape=3)
+        g = pm.Bernoulli("g", 0.5, shape=2)
+        b = pm.Normal("b", 0, 1, shape=3)
+        pm.Normal("y", pm.math.dot(X, b) + k.sum() + g.sum(), 1.0, observed=y)
+    with model:
+        with pytest.raises(ValueError, match="binary variable with values 0 and 1"):
+            pmd.PairedFlip([k])
+        with pytest.raises(ValueError, match="one indicator variable"):
+            pmd.PairedFlip([g, k])
+        with pytest.raises(ValueError, match="found nothing to pair with g"):
+            pmd.PairedFlip([g])
+        with pytest.raises(TypeError, match="must be continuous"):
+            pmd.PairedFlip([g], coefficients=k)
+
+
+def test_same_seed_same_draws_on_one_and_two_cores():
+    X, y = _design()
+    model = _switched_model(X, y)
+
+    def run(cores):
+        with model:
+            step = pmd.PairedFlip([model["g"]])
+        return _sample(model, [step], draws=100, tune=50, chains=2, seed=11, cores=cores)
+
+    runs = [run(1), run(1), run(2)]
+    for other in runs[1:]:
+        for name in ("g", "beta"):
+            np.testing.assert_array_equal(runs[0].posterior[name].values,
+                                          other.posterior[name].values)
+    assert np.unique(runs[0].posterior["beta"].values[..., 0]).size > 50
