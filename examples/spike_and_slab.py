@@ -15,24 +15,28 @@ ways:
   :math:`\mu = \alpha + X \beta` with :math:`\beta_j \sim N(0, 0.5^2)` if :math:`g_j = 1`
   and :math:`N(0, 0.02^2)` (practically zero) otherwise.
 
-Both are sampled with ``pm.sample(step=[pmd.ALBP([g], proposal="exact")])``: ALBP takes
-the indicators and NUTS the coefficients, intercept and noise in the same call. Exact
-local ratios, because the first likelihood is quadratic in :math:`g` (a gradient would
-only estimate the ratios) and the second chooses a scale with ``switch``, which has no
-gradient. With 10 predictors there are only :math:`2^{10} = 1024` inclusion patterns,
-and given a pattern and :math:`\sigma` the coefficients integrate out in closed form, so
-each formulation's exact posterior inclusion probabilities (PIPs) follow from a sum over
-the patterns and a one-dimensional integral over :math:`\sigma`.
+Both are sampled with the package's defaults: ``pmd.register()``, then plain
+``pm.sample()``. With 10 predictors there are only :math:`2^{10} = 1024` inclusion
+patterns, and given a pattern and :math:`\sigma` the coefficients integrate out in closed
+form, so each formulation's exact posterior inclusion probabilities (PIPs) follow from a
+sum over the patterns and a one-dimensional integral over :math:`\sigma`.
 
 What to look for: *bmi*, *bp* and *s5* are in every likely model, *age* and *s6* in
-none; the serum measurements *s1* to *s4* are correlated and trade places. When the
-indicator sets the prior scale, the coefficient always follows the data, the indicators
-move, and the sampled PIPs agree with the exact ones. With the coefficient multiplied by
-the indicator, switching :math:`g_j` on is accepted only when NUTS has happened to move
-the excluded :math:`\beta_j`, which only follows its prior, to a value that fits the
-data: the chains settle in the models with *s3* and miss those with *s1* or *s2*, and
-their effective sample sizes do not show it. PyMC's own ``BinaryGibbsMetropolis`` has
-the same difficulty with that formulation: it is the model's, not the sampler's.
+none; the serum measurements *s1* to *s4* are correlated and trade places. The two
+formulations need different moves, and ``register()`` reads which from the model:
+
+* With the coefficient multiplied by the indicator, a flip of :math:`g_j` alone proposes
+  to switch on a :math:`\beta_j` that has wandered under its prior, and is nearly always
+  refused (every sampler that flips the indicators alone, PyMC's
+  ``BinaryGibbsMetropolis`` too, settles in a few models). ``register()`` sees that
+  :math:`g_j` switches :math:`\beta_j` on and off and picks ``pmd.PairedFlip``: each
+  flip draws the coefficients afresh from a Gaussian fit of their conditional, so the
+  flips are accepted as if :math:`\beta` were integrated out; NUTS samples the rest.
+* When the indicator sets the prior scale, each :math:`g_j` enters one term, the prior
+  of :math:`\beta_j`: the indicators share no term, and ``register()`` sums them out of
+  the density NUTS samples (``pmd.CollapsedNUTS``), drawing them afresh every draw.
+
+The check: every sampled PIP lies within 4 Monte Carlo standard errors of the exact one.
 """
 
 # %%
@@ -129,27 +133,36 @@ def exact_inclusion(X: np.ndarray, y: np.ndarray, spike: float) -> np.ndarray:
 
 
 def main(draws: int = 1000, tune: int = 1000, chains: int = 2, out=None) -> dict:
-    """Sample both formulations with ALBP, print their PIPs against the exact ones and
-    plot them; returns each formulation's sampled and exact PIPs by predictor."""
+    """Sample both formulations with ``register()``'s choice, print their PIPs against
+    the exact ones and plot them; returns each formulation's sampled and exact PIPs by
+    predictor, their ESS and the step chosen."""
     X, y, names = design(interactions=False)
     formulations = {
         "g * beta": (spike_and_slab_model, 0.0),
         "scale mixture": (scale_mixture_model, SPIKE),
     }
+    was_registered = pmd.is_registered()
+    pmd.register()
     results = {}
-    for label, (build, spike) in formulations.items():
-        with build(X, y) as model:
-            step = pmd.ALBP([model["g"]], proposal="exact")
-            idata = pm.sample(step=[step], draws=draws, tune=tune, chains=chains, cores=1,
-                              random_seed=2, progressbar=False,
-                              compute_convergence_checks=False)
-        g = idata.posterior["g"]
-        results[label] = {
-            "sampled": g.mean(("chain", "draw")).values,
-            "exact": exact_inclusion(X, y, spike),
-            "ess": az.ess(g).values,
-            "accept": float(idata.sample_stats["accept"].mean()),
-        }
+    try:
+        for label, (build, spike) in formulations.items():
+            with build(X, y) as model:
+                chosen = pmd.recommend([model["g"]])
+                idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1,
+                                  random_seed=2, progressbar=False,
+                                  compute_convergence_checks=False)
+            g = idata.posterior["g"]
+            sampled = g.mean(("chain", "draw")).values
+            ess = np.asarray(az.ess(g))
+            results[label] = {
+                "sampled": sampled,
+                "exact": exact_inclusion(X, y, spike),
+                "ess": ess,
+                "step": chosen.step.__name__,
+            }
+    finally:
+        if not was_registered:
+            pmd.unregister()
     print(f"\nposterior inclusion probabilities, {chains} chains x {draws} draws after "
           f"{tune}")
     print(f"{'':<7}" + "".join(f"{label + ': exact, sampled (ESS)':>36}"
@@ -159,9 +172,14 @@ def main(draws: int = 1000, tune: int = 1000, chains: int = 2, out=None) -> dict
             f"{r['exact'][j]:>15.3f}{r['sampled'][j]:>10.3f}{f'({r['ess'][j]:.0f})':>11}"
             for r in results.values()))
     for label, r in results.items():
+        # the binomial standard error over the effective draws (an indicator that never
+        # changes has an undefined ESS: all its draws count)
+        ess = np.where(np.isfinite(r["ess"]) & (r["ess"] > 0), r["ess"], draws * chains)
+        se = np.sqrt(np.maximum(r["exact"] * (1 - r["exact"]), 1e-4) / ess)
         r["max_error"] = float(np.abs(r["sampled"] - r["exact"]).max())
-        print(f"{label}: ALBP acceptance {r['accept']:.2f}, largest error "
-              f"{r['max_error']:.3f}")
+        r["max_error_se"] = float((np.abs(r["sampled"] - r["exact"]) / se).max())
+        print(f"{label}: {r['step']}, largest error {r['max_error']:.3f} "
+              f"({r['max_error_se']:.1f} standard errors)")
 
     fig, axes = plt.subplots(1, len(results), figsize=(11, 3.5), sharey=True,
                              layout="constrained")
@@ -170,7 +188,7 @@ def main(draws: int = 1000, tune: int = 1000, chains: int = 2, out=None) -> dict
         ax.bar(x - 0.2, r["exact"], 0.4, label="exact")
         ax.bar(x + 0.2, r["sampled"], 0.4, label="sampled")
         ax.set_xticks(x, names)
-        ax.set_title(label)
+        ax.set_title(f"{label} ({r['step']})")
     axes[0].set_ylabel("P(included)")
     axes[0].legend()
     if out is not None:
@@ -183,9 +201,7 @@ def main(draws: int = 1000, tune: int = 1000, chains: int = 2, out=None) -> dict
 # ---
 if __name__ == "__main__":
     results = main()
-    assert results["scale mixture"]["max_error"] < 0.1, results["scale mixture"]
-    strong = [results["g * beta"]["names"].index(n) for n in ("bmi", "bp", "s5")]
-    assert all(r["sampled"][strong].min() > 0.9 for r in results.values())
-    print("\ncheck passed: the scale mixture's sampled PIPs are within 0.1 of the exact "
-          "ones, and both formulations include bmi, bp and s5")
+    assert all(r["max_error_se"] < 4.0 for r in results.values()), results
+    print("\ncheck passed: both formulations' sampled PIPs are within 4 standard errors of "
+          "the exact ones")
     plt.show()
