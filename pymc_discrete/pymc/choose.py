@@ -9,6 +9,10 @@ density, coloured so that sites of one colour share none) and picks
   conditional every draw (mixture labels, occupancy and capture-recapture indicators, a
   change point: the continuous variables then mix as in the model written with the
   discrete ones summed out by hand);
+* :class:`~pymc_discrete.pymc.paired.PairedFlip` when the block is one 0/1 indicator
+  whose sites share terms and which switches a continuous variable's elements on and off
+  (``g * beta`` in a spike-and-slab regression): each flip redraws the coefficients from
+  a Gaussian fit of their conditional;
 * :class:`~pymc_discrete.pymc.gibbs.BlockedGibbs` when few colours cover the block: a
   sweep then draws every site from its exact conditional in a few batched evaluations
   (mixture labels, occupancy and capture-recapture indicators, lattices), or the block
@@ -19,8 +23,8 @@ density, coloured so that sites of one colour share none) and picks
 
 :class:`AutoStep` is what :func:`~pymc_discrete.pymc.register.register` puts in PyMC's
 list of step methods: PyMC builds it for the discrete variables it assigns (and, where the
-block can be summed out, for the continuous ones too), and it returns the recommended
-step, built on the structure already read.
+block can be summed out or paired, for the continuous ones too), and it returns the
+recommended step, built on the structure already read.
 """
 
 from __future__ import annotations
@@ -85,7 +89,8 @@ class Recommendation(NamedTuple):
     Attributes
     ----------
     step : type
-        :class:`CollapsedNUTS`, :class:`BlockedGibbs` or :class:`ALBP`.
+        :class:`CollapsedNUTS`, :class:`PairedFlip`, :class:`BlockedGibbs` or
+        :class:`ALBP`.
     reason : str
         One sentence: what was measured and why it decides.
     n_sites : int
@@ -252,16 +257,20 @@ def _cached_recommendation(model, value_vars, initial_point, compile_kwargs) -> 
 class AutoStep(BlockedStep):
     """The step :func:`recommend` chooses, as a step method class PyMC can assign.
 
-    ``AutoStep(vars, ...)`` returns a :class:`CollapsedNUTS`, :class:`BlockedGibbs` or
-    :class:`ALBP` instance (never an ``AutoStep``), with ``choice_reason`` set to why,
+    ``AutoStep(vars, ...)`` returns a :class:`CollapsedNUTS`, :class:`PairedFlip` (alone
+    or with NUTS in a ``CompoundStep``), :class:`BlockedGibbs` or :class:`ALBP` instance
+    (never an ``AutoStep``), with ``choice_reason`` set to why,
     and logs the choice on the ``pymc.pymc_discrete`` logger (shown with PyMC's own
     messages).
 
     When the model's discrete variables can be summed out site by site (one colour, see
     :func:`recommend`), AutoStep also claims the continuous variables from PyMC (at NUTS's
     competence, ahead of it in the registry) and returns one :class:`CollapsedNUTS` for
-    all of them; it is named as NUTS is, so that ``pm.sample(target_accept=...)`` and
-    ``pm.sample(nuts={...})`` reach the NUTS inside it.
+    all of them; when they are one indicator that switches a continuous variable, it
+    claims them too and returns :class:`PairedFlip` with NUTS on the other continuous
+    variables (and on the coefficients, unless the density is quadratic in them). It is
+    named as NUTS is, so that ``pm.sample(target_accept=...)`` and
+    ``pm.sample(nuts={...})`` reach the NUTS it builds.
 
     Parameters
     ----------
@@ -378,7 +387,8 @@ class AutoStep(BlockedStep):
         """IDEAL for Bernoulli, Categorical and finite integer variables (as ALBP); for a
         continuous variable with a gradient, NUTS's own competence (PREFERRED, and AutoStep
         comes first) when the model's discrete variables can be summed out
-        (:class:`CollapsedNUTS`), else INCOMPATIBLE."""
+        (:class:`CollapsedNUTS`) or paired with coefficients (:class:`PairedFlip`), else
+        INCOMPATIBLE."""
         if _is_discrete(var):
             return ALBP.competence(var, has_grad)
         if not has_grad:
