@@ -1,4 +1,4 @@
-"""Several ALBP steps on binary sites inside one compiled loop.
+"""Several ALBP steps on binary or categorical sites inside one compiled loop.
 
 :func:`~pymc_discrete.kernels.albp.albp_step` calls the log density from Python once per
 step; here the log density is itself a numba-compiled function (for instance the NUMBA-mode
@@ -7,7 +7,9 @@ steps cost one call from Python. The chain is exactly the one ``albp_step`` prod
 the same function and generator: step j reads the three uniforms ``rng.random((n_steps,
 3))[j]``, the numbers ``n_steps`` calls of
 :func:`~pymc_discrete.kernels.common.draw_proposal_size` would read, and uses them the
-same way (the number of changes R, the acceptance decision, the seed of the picks).
+same way (the number of changes R, the acceptance decision, the seed of the picks). A
+categorical block runs the same loop with :func:`~pymc_discrete.kernels.albp.albp_step`'s
+categorical moves (the target then returns the (N, K) table of local log-ratios).
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from pymc_discrete.kernels.albp import BinaryLBState, _flip, init_lb_state
+from pymc_discrete.kernels.albp import (
+    BinaryLBState,
+    CategoricalLBState,
+    _categorical_forward,
+    _categorical_reverse,
+    _flip,
+    init_lb_state,
+)
 from pymc_discrete.kernels.common import StepsInfo, metropolis_hastings, number_of_changes
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import rebalanced_weights
 
-__all__ = ["albp_steps", "init_compiled_lb_state", "specialise_albp_loop"]
+__all__ = ["albp_steps", "init_compiled_lb_state", "specialise_albp_loop",
+           "specialise_albp_categorical_loop"]
 
 
 def _as_float(value):
@@ -95,6 +105,37 @@ def _albp_loop(target, extra, x, logp, ratios, weights, log_scale, scale, unifor
     return x, logp, ratios, weights, log_scale, accept_probs, accepted, proposed
 
 
+@numba.njit  # not cached, as _evaluate
+def _albp_categorical_loop(target, extra, x, logp, table, weights, site_weights, log_scale,
+                           scale, uniforms, code):
+    n = x.size
+    n_steps = uniforms.shape[0]
+    accept_probs = np.zeros(n_steps)
+    accepted = np.zeros(n_steps, np.bool_)
+    proposed = np.empty(n_steps, np.int64)
+    for j in range(n_steps):
+        r = number_of_changes(scale, uniforms[j, 0], n)
+        proposed[j] = r
+        if r == 0:  # the step stays (trivially accepted), as albp_step's does
+            accept_probs[j] = 1.0
+            accepted[j] = True
+            continue
+        seed = np.int64(uniforms[j, 2] * 4294967296.0)
+        y, picks, logq_forward = _categorical_forward(x, weights, site_weights, r, seed)
+        if picks.size == 0:  # fewer than r sites can move: nothing to propose
+            continue
+        logp_y, table_y = _evaluate(target, extra, y)
+        weights_y, site_weights_y, log_scale_y, logq_reverse = _categorical_reverse(
+            x, table_y, table, weights, log_scale, code, picks)
+        ok, prob = metropolis_hastings(logp, logp_y, logq_reverse - logq_forward, uniforms[j, 1])
+        accept_probs[j] = prob
+        if ok:
+            accepted[j] = True
+            x, logp, table, weights, site_weights, log_scale = (
+                y, logp_y, table_y, weights_y, site_weights_y, log_scale_y)
+    return x, logp, table, weights, site_weights, log_scale, accept_probs, accepted, proposed
+
+
 #: ``(x as float64, *extra) -> (log density, local log-ratios)``, numba-compiled
 CompiledTarget = Callable[..., tuple]
 
@@ -126,6 +167,31 @@ def specialise_albp_loop(target: CompiledTarget) -> Callable:
     return albp_loop
 
 
+def specialise_albp_categorical_loop(target: CompiledTarget) -> Callable:
+    """The compiled ALBP loop of categorical blocks with ``target`` built in (as
+    :func:`specialise_albp_loop`; ``target`` returns the (N, K) table of local
+    log-ratios).
+
+    Parameters
+    ----------
+    target : numba dispatcher
+        ``(y as float64, *extra) -> (log density, (N, K) local log-ratios)``.
+
+    Returns
+    -------
+    callable
+        The loop, to pass to :func:`albp_steps` with a categorical state.
+    """
+
+    @numba.njit
+    def albp_categorical_loop(extra, x, logp, table, weights, site_weights, log_scale, scale,
+                              uniforms, code):
+        return _albp_categorical_loop(target, extra, x, logp, table, weights, site_weights,
+                                      log_scale, scale, uniforms, code)
+
+    return albp_categorical_loop
+
+
 def init_compiled_lb_state(
     x: np.ndarray, target: CompiledTarget, extra: tuple, code: int
 ) -> BinaryLBState:
@@ -134,10 +200,10 @@ def init_compiled_lb_state(
     Parameters
     ----------
     x : ndarray of int64, shape (N,)
-        A point in {0, 1}^N.
+        A point in {0, 1}^N, or of categorical sites.
     target : numba dispatcher
         ``(x as float64, *extra) -> (log density (float or 0-d array), local log-ratios
-        of the N flips)``.
+        of the N flips or their (N, K) table)``.
     extra : tuple
         Further arguments of ``target`` (e.g. the current values of a model's other
         variables).
@@ -146,14 +212,14 @@ def init_compiled_lb_state(
 
     Returns
     -------
-    BinaryLBState
+    BinaryLBState or CategoricalLBState
     """
     x = np.ascontiguousarray(x, dtype=np.int64)
     return init_lb_state(x, lambda y: _evaluate(target, tuple(extra), y), code)
 
 
 def albp_steps(
-    state: BinaryLBState,
+    state: BinaryLBState | CategoricalLBState,
     scale: float,
     rng: np.random.Generator,
     n_steps: int,
@@ -161,7 +227,7 @@ def albp_steps(
     extra: tuple,
     code: int,
 ) -> tuple[BinaryLBState, StepsInfo]:
-    """``n_steps`` M-H steps of LBP-R on binary sites in one compiled loop.
+    """``n_steps`` M-H steps of LBP-R on binary or categorical sites in one compiled loop.
 
     The same chain as ``n_steps`` calls of
     :func:`~pymc_discrete.kernels.albp.albp_step` with ``logp_and_ratios = lambda y:
@@ -170,7 +236,7 @@ def albp_steps(
 
     Parameters
     ----------
-    state : BinaryLBState
+    state : BinaryLBState or CategoricalLBState
         Current state (from :func:`init_compiled_lb_state` or
         :func:`~pymc_discrete.kernels.albp.init_lb_state` with the same target).
     scale : float
@@ -180,7 +246,8 @@ def albp_steps(
     n_steps : int
         Number of Metropolis-Hastings steps.
     loop : callable
-        The loop specialised on the target (:func:`specialise_albp_loop`).
+        The loop specialised on the target: :func:`specialise_albp_loop` for a binary
+        state, :func:`specialise_albp_categorical_loop` for a categorical one.
     extra : tuple
         Further arguments of ``target``.
     code : int
@@ -188,7 +255,7 @@ def albp_steps(
 
     Returns
     -------
-    new_state : BinaryLBState
+    new_state : BinaryLBState or CategoricalLBState
     info : StepsInfo
         Acceptance probability, decision and number of proposed sites of every step.
 
@@ -206,6 +273,15 @@ def albp_steps(
     [3, 1, 3, 5, 5]
     """
     uniforms = rng.random((int(n_steps), 3))
+    if isinstance(state, CategoricalLBState):
+        x, logp, table, weights, site_weights, log_scale, probs, accepted, proposed = loop(
+            tuple(extra), state.x, float(state.logp), state.log_ratios, state.weights,
+            state.site_weights, float(state.log_scale), float(scale), uniforms, int(code),
+        )
+        return (
+            CategoricalLBState(x, float(logp), table, weights, site_weights, float(log_scale)),
+            StepsInfo(probs, accepted, proposed),
+        )
     x, logp, ratios, weights, log_scale, probs, accepted, proposed = loop(
         tuple(extra), state.x, float(state.logp), state.log_ratios, state.weights,
         float(state.log_scale), float(scale), uniforms, int(code),

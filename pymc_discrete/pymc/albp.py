@@ -8,6 +8,7 @@ from pymc_discrete.kernels.albp import albp_step, init_lb_state
 from pymc_discrete.kernels.albp_loop import (
     albp_steps,
     init_compiled_lb_state,
+    specialise_albp_categorical_loop,
     specialise_albp_loop,
 )
 from pymc_discrete.pymc.exact import ExactRatios
@@ -70,7 +71,8 @@ class ALBP(InformedStep):
     compiled_loop : bool
         Run the draw's steps inside one numba-compiled loop that calls the model's log
         density and gradient compiled by PyTensor in NUMBA mode, instead of a Python
-        loop around a compiled function (binary blocks with ``proposal="gradient"``).
+        loop around a compiled function (``proposal="gradient"``; binary and categorical
+        blocks).
         The chain is the same as the Python loop's with that function; each step saves
         the Python work between evaluations (several times the evaluation's own cost on
         models of a few thousand sites), at the price of a numba compilation of the
@@ -167,16 +169,11 @@ class ALBP(InformedStep):
         if self.compiled_loop and self.proposal == "auto":
             self.proposal = "gradient"  # the loop the user asked for runs the gradient
             self.proposal_reason = "compiled_loop=True runs the gradient proposal"
-        if self.compiled_loop and not self.is_binary:
-            raise ValueError(
-                "compiled_loop=True runs binary blocks only; this block has Categorical "
-                f"variables ({self.var_names})"
-            )
         self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
         self.compiled_loop = self.compiled_loop and self.proposal == "gradient"
 
     def _init_state(self, x: np.ndarray):
-        if self.is_binary and self.compiled_loop:
+        if self.compiled_loop:
             ratios = self._logp_and_ratios
             return init_compiled_lb_state(x, ratios.target, ratios.shared_values(), self._code)
         return init_lb_state(x, self._logp_and_ratios, self._code)
@@ -188,7 +185,8 @@ class ALBP(InformedStep):
         if not self.compiled_loop:
             return super()._run_steps(state, scale, n_steps)
         ratios = self._logp_and_ratios
-        loop = ratios.specialised(specialise_albp_loop)
+        loop = ratios.specialised(specialise_albp_loop if self.is_binary
+                                  else specialise_albp_categorical_loop)
         return albp_steps(
             state, scale, self.rng, n_steps, loop, ratios.shared_values(), self._code
         )

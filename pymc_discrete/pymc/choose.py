@@ -56,6 +56,7 @@ __all__ = [
     "recommend",
     "AutoStep",
     "COLLAPSE_MAX_VALUES",
+    "PAIRED_MAX_SITES",
     "GIBBS_MAX_COLOURS",
     "GIBBS_MIN_SITES_PER_COLOUR",
 ]
@@ -68,6 +69,9 @@ _log = logging.getLogger("pymc.pymc_discrete")
 #: 0.37-0.71x the hand-marginalised model's ESS per second, against 0.21-0.28x for
 #: BlockedGibbs; K = 111 (a switch year) 0.30x, against 0.52x for BlockedGibbs
 COLLAPSE_MAX_VALUES = 16
+#: PairedFlip is chosen for at most this many coefficients: a draw fits a Gaussian (a
+#: Hessian and a Cholesky factorisation of this size) once per site
+PAIRED_MAX_SITES = 200
 #: a block coloured with at most this many colours is swept by BlockedGibbs whatever
 #: its size (a sweep costs one batched evaluation per colour)
 GIBBS_MAX_COLOURS = 32
@@ -192,7 +196,9 @@ def recommend(vars=None, model=None, initial_point=None,
             )
             return Recommendation(CollapsedNUTS, reason, n_sites, c, exact)
         why_not = f" (it is not summed out: {refused})"
-    paired = _switched(model, value_vars, initial_point, support) if c > 1 else None
+    paired = None
+    if 1 < c and n_sites <= PAIRED_MAX_SITES:
+        paired = _switched(model, value_vars, initial_point, support)
     if paired is not None:
         beta, found = paired
         reason = (f"{found}: each flip of a site redraws {beta.name} from a Gaussian fit of "

@@ -23,8 +23,9 @@ __all__ = [
 
 
 class CompiledRatios:
-    """``x -> (logp(x), local log-ratios)`` of a binary block, built with PyTensor's NUMBA
-    mode, so that numba-compiled loops can call it without Python in between.
+    """``x -> (logp(x), local log-ratios)`` of a block (the flip vector of a binary block,
+    the (N, K) table of a categorical one), built with PyTensor's NUMBA mode, so that
+    numba-compiled loops can call it without Python in between.
 
     Parameters
     ----------
@@ -106,8 +107,8 @@ def compile_gradient_ratios(
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``mode``).
     numba_loop : bool
-        For a binary block, compile in PyTensor's NUMBA mode and return a
-        :class:`CompiledRatios` that compiled loops can call.
+        Compile in PyTensor's NUMBA mode and return a :class:`CompiledRatios` that
+        compiled loops can call.
 
     Returns
     -------
@@ -123,10 +124,9 @@ def compile_gradient_ratios(
         return _compile_flip_ratios(
             model, value_vars, shapes, shared, compile_kwargs, numba_loop=numba_loop
         )
-    if numba_loop:
-        raise ValueError("the compiled loop runs binary blocks only")
     return _compile_ratio_table(
-        model, value_vars, shapes, categorical, n_values, shared, compile_kwargs
+        model, value_vars, shapes, categorical, n_values, shared, compile_kwargs,
+        numba_loop=numba_loop,
     )
 
 
@@ -194,6 +194,7 @@ def _compile_ratio_table(
     n_values: Sequence[int],
     shared: dict[Variable, Variable],
     compile_kwargs: dict | None = None,
+    numba_loop: bool = False,
 ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """Compile ``x -> (logp(x), (N, K) table of first-order local log-ratios)`` for a block
     of Bernoulli and Categorical variables.
@@ -215,6 +216,9 @@ def _compile_ratio_table(
         K of each variable (2 for Bernoulli).
     shared : dict
     compile_kwargs : dict, optional
+    numba_loop : bool
+        Compile in PyTensor's NUMBA mode, with the sites (not their one-hot relaxation)
+        as the input, and return a :class:`CompiledRatios` that compiled loops can call.
 
     Returns
     -------
@@ -251,6 +255,23 @@ def _compile_ratio_table(
         rows.append(table)
         start += width
     table = pt.concatenate(rows, axis=0) if len(rows) > 1 else rows[0]
+    if numba_loop:
+        # the input is the sites themselves (as float64): the graph builds the relaxed
+        # point, a categorical site's one-hot row included, so the loop passes its state
+        sites = pt.vector("sites", dtype="float64", shape=(int(sum(sizes)),))
+        parts, start = [], 0
+        for n, k, cat in zip(sizes, n_values, categorical):
+            segment = sites[start : start + n]
+            if cat:
+                segment = pt.eq(pt.round(segment)[:, None], pt.arange(k)[None, :])
+                segment = segment.astype("float64").ravel()
+            parts.append(segment)
+            start += n
+        relaxed = pt.concatenate(parts) if len(parts) > 1 else parts[0]
+        logp, table = clone_replace([logp, table], replace={flat: relaxed})
+        fn = pm_compile([sites], [logp, table], **{**(compile_kwargs or {}), "mode": "NUMBA"})
+        fn.trust_input = True
+        return CompiledRatios(fn)
     fn = pm_compile([flat], [logp, table], **(compile_kwargs or {}))
     fn.trust_input = True
 

@@ -10,9 +10,10 @@ from pymc_discrete.kernels import albp_step, init_lb_state, weight_code
 from pymc_discrete.kernels.albp_loop import (
     albp_steps,
     init_compiled_lb_state,
+    specialise_albp_categorical_loop,
     specialise_albp_loop,
 )
-from tests.compiled_targets import make_target
+from tests.compiled_targets import make_categorical_target, make_target
 from tests.exact import albp_matrix, assert_frequencies_match, mixture_matrix, state_index
 
 CASES = {  # name -> (target kind, sites, seed, start)
@@ -87,3 +88,34 @@ def test_loop_transition_frequencies_match_the_matrix(name, weight, r, n_steps):
         new, _ = albp_steps(state, float(r), rng, n_steps, loop, extra, code)
         counts[state_index(new.x)] += 1
     assert_frequencies_match(counts, P[state_index(x0)])
+
+
+@pytest.mark.parametrize("weight", ["barker", "sqrt"])
+@pytest.mark.parametrize("scale", [1.0, 2.6, 6.0])
+def test_categorical_loop_follows_albp_step_exactly(weight, scale):
+    """Categorical sites (5 sites, 3 values, one value of site 0 impossible): 400 steps
+    in one loop = 400 calls of albp_step with the same generator, bit for bit."""
+    target, extra, numpy_target = make_categorical_target(5, 3, seed=2)
+    loop = specialise_albp_categorical_loop(target)
+    x0 = np.array([0, 2, 1, 1, 0], dtype=np.int64)
+    code = weight_code(weight)
+    state = init_compiled_lb_state(x0, target, extra, code)
+    reference = init_lb_state(x0, numpy_target, code)
+    np.testing.assert_array_equal(state.weights, reference.weights)
+
+    looped, info = albp_steps(state, scale, np.random.default_rng(5), 400, loop, extra, code)
+    rng = np.random.default_rng(5)
+    steps = []
+    for _ in range(400):
+        reference, step = albp_step(reference, scale, rng, numpy_target, code)
+        steps.append(step)
+    np.testing.assert_array_equal(looped.x, reference.x)
+    assert looped.logp == reference.logp
+    np.testing.assert_array_equal(looped.weights, reference.weights)
+    np.testing.assert_array_equal(looped.site_weights, reference.site_weights)
+    assert looped.log_scale == reference.log_scale
+    np.testing.assert_array_equal(info.accept_prob, [s.accept_prob for s in steps])
+    np.testing.assert_array_equal(info.accepted, [s.accepted for s in steps])
+    np.testing.assert_array_equal(info.n_proposed, [s.n_proposed for s in steps])
+    assert 0 < info.accepted.sum() < 400
+    assert not (looped.x[0] == 2)  # the impossible value
