@@ -18,7 +18,12 @@ from pytensor.graph.basic import Variable
 from pytensor.gradient import jacobian
 from pytensor.graph.replace import clone_replace
 
-from pymc_discrete.kernels.paired import NEWTON_STEPS, draw, fit_gaussian, log_density
+from pymc_discrete.kernels.paired import (
+    NEWTON_STEPS,
+    GaussianFit,
+    log_density,
+    metropolis_log_ratio,
+)
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
@@ -192,39 +197,66 @@ class PairedFlip(ArrayStepShared):
         flat = pt.vector(f"{beta.name}_flat", dtype=beta.dtype)
         logp = clone_replace(model.logp(), {**shared, beta: flat.reshape(shape)},
                              rebuild_strict=False)
-        gradient = pt.grad(logp, flat)
-        hessian = jacobian(gradient, flat, vectorize=True)
-        chol = pt.linalg.cholesky(-0.5 * (hessian + hessian.T), lower=True, on_error="nan")
-        newton = flat + pt.linalg.cho_solve((chol, True), gradient)
-        scale = pt.linalg.solve_triangular(chol, pt.eye(flat.shape[0]), lower=True, trans="T")
         kwargs = compile_kwargs or {}
         self._logp = pm_compile([g, flat], logp, **kwargs)
-        self._newton_step = pm_compile([g, flat], [newton, chol, scale], **kwargs)
-        self._hessian = pm_compile([g, flat], hessian, **kwargs)
-        for fn in (self._logp, self._newton_step, self._hessian):
-            fn.trust_input = True
         self._g_shape, self._g_dtype = np.shape(initial_point[g.name]), np.dtype(g.dtype)
         self._b_dtype = np.dtype(beta.dtype)
         self._anchor = np.ravel(initial_point[beta.name]).astype(float)
         self._n = n
+        gradient = pt.grad(logp, flat)
+        hessian = jacobian(gradient, flat, vectorize=True)
         #: Newton steps per fit: one where the log density is quadratic in the
         #: coefficients (the fit is then exact), else NEWTON_STEPS
-        self.newton_steps = int(newton_steps or (1 if self._quadratic(initial_point, g.name)
-                                                 else NEWTON_STEPS))
+        self.newton_steps = int(newton_steps or (
+            1 if self._quadratic(pm_compile([g, flat], hessian, **kwargs)) else NEWTON_STEPS))
+        normal = pt.vector("normal", dtype=self._b_dtype, shape=(self._anchor.size,))
+        self._propose = pm_compile(
+            [g, normal], self._proposal_graph(logp, flat, gradient, hessian, normal), **kwargs)
+        self._logp.trust_input = self._propose.trust_input = True
         self.refresh = bool(refresh)
         #: the name of the paired continuous variable's value variable
         self.coefficients_name = beta.name
         super().__init__([g, beta], shared, blocked, rng=rng)
 
-    def _quadratic(self, initial_point: dict, g_name: str, seed: int = 0) -> bool:
+    def _proposal_graph(self, logp, flat, gradient, hessian, normal) -> list:
+        """``(g, z) -> (b', log p(g, b'), log q(b' | g), the fit's mean, Cholesky factor
+        of its precision and log normaliser)``: Newton steps from the anchor on the log
+        density in the coefficients at the indicators ``g``, then ``b' = mean + L^-T z``.
+
+        A step is taken only where its result is finite and ``P = -Hessian`` positive
+        definite (a Cholesky factor with a positive diagonal); after a failed step the fit stays where it was, and if the first fails
+        it is the anchor with unit precision (the move stays exact, only its acceptance
+        suffers)."""
+        p = self._anchor.size
+        chol = pt.linalg.cholesky(-0.5 * (hessian + hessian.T), lower=True, on_error="nan")
+        newton = flat + pt.linalg.cho_solve((chol, True), gradient)
+        mean = pt.constant(self._anchor.astype(self._b_dtype))
+        precision_chol = pt.eye(p, dtype=self._b_dtype)
+        alive = None
+        for _ in range(self.newton_steps):
+            step_mean, step_chol = clone_replace([newton, chol], {flat: mean})
+            finite = (pt.all(pt.isfinite(step_mean)) & pt.all(pt.isfinite(step_chol))
+                      & pt.all(pt.diag(step_chol) > 0))
+            alive = finite if alive is None else alive & finite
+            mean = pt.switch(alive, step_mean, mean)
+            precision_chol = pt.switch(alive, step_chol, precision_chol)
+        scale = pt.linalg.solve_triangular(precision_chol, pt.eye(p, dtype=self._b_dtype),
+                                           lower=True, trans="T")
+        proposal = mean + scale @ normal
+        log_norm = pt.log(pt.diag(precision_chol)).sum() - 0.5 * p * np.log(2.0 * np.pi)
+        log_q = log_norm - 0.5 * (normal**2).sum()
+        return [proposal, clone_replace(logp, {flat: proposal}), log_q, mean,
+                precision_chol, log_norm]
+
+    def _quadratic(self, hessian_fn, seed: int = 0) -> bool:
         """Whether the Hessian in the coefficients is the same at the anchor and at two
         random points, with the indicators all on (then one Newton step is exact)."""
         rng = np.random.default_rng(seed)
         on = self._g(np.ones(self._n, dtype=np.int64))
-        first = self._hessian(on, self._anchor.astype(self._b_dtype))
+        first = hessian_fn(on, self._anchor.astype(self._b_dtype))
         for _ in range(2):
             b = self._anchor + rng.normal(0.0, 1.0, self._anchor.size)
-            other = self._hessian(on, b.astype(self._b_dtype))
+            other = hessian_fn(on, b.astype(self._b_dtype))
             if not (np.all(np.isfinite(first)) and np.allclose(other, first, rtol=1e-8,
                                                                 atol=1e-10)):
                 return False
@@ -237,43 +269,41 @@ class PairedFlip(ArrayStepShared):
         logp = float(self._logp(self._g(g), b.astype(self._b_dtype)))
         return logp if np.isfinite(logp) else -np.inf  # nan: an impossible state
 
-    def _fit(self, g: np.ndarray, fits: dict):
-        key = g.tobytes()
-        if key not in fits:
-            fixed = self._g(g)
-            fits[key] = fit_gaussian(
-                lambda b: self._newton_step(fixed, b.astype(self._b_dtype)),
-                self._anchor, self.newton_steps)
-        return fits[key]
+    def proposal(self, g: np.ndarray, normal: np.ndarray) -> tuple[np.ndarray, float, float,
+                                                                    GaussianFit]:
+        """The coefficients proposed with the indicators ``g`` from standard normal
+        variates: ``(b', log p(g, b'), log q(b' | g), the fit q(. | g))``, the other
+        variables at their current values."""
+        b, logp, log_q, mean, chol, log_norm = self._propose(
+            self._g(g), np.asarray(normal, dtype=self._b_dtype))
+        logp = float(logp)
+        return (np.asarray(b, dtype=float), logp if np.isfinite(logp) else -np.inf,
+                float(log_q), GaussianFit(np.asarray(mean, dtype=float),
+                                          np.asarray(chol, dtype=float), float(log_norm)))
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict]]:
         n = self._n
         g = np.rint(q0.data[:n]).astype(np.int64)
         b = np.asarray(q0.data[n:], dtype=float).copy()
         logp = self._log_density(g, b)
-        fits: dict = {}  # by indicator pattern: the other variables stay fixed in a draw
+        # the fit at the current indicators (the reverse move of every flip) comes with a
+        # refresh proposal of the coefficients, made first
+        b_new, logp_new, log_q_new, fit = self.proposal(g, self.rng.standard_normal(b.size))
+        if self.refresh:
+            log_ratio = metropolis_log_ratio(logp, logp_new, log_density(b, fit), log_q_new)
+            if np.log(self.rng.random()) < log_ratio:
+                b, logp = b_new, logp_new
         accept, flipped = 0.0, 0
         for j in self.rng.permutation(n):
             g_new = g.copy()
             g_new[j] = 1 - g[j]
-            forward, reverse = self._fit(g_new, fits), self._fit(g, fits)
-            b_new = draw(forward, self.rng.standard_normal(b.size))
-            logp_new = self._log_density(g_new, b_new)
-            log_ratio = logp_new - logp + log_density(b, reverse) - log_density(b_new, forward)
-            if logp_new == -np.inf or np.isnan(log_ratio):
-                log_ratio = -np.inf  # a proposal of nan or -inf density is refused
+            b_new, logp_new, log_q_new, fit_new = self.proposal(
+                g_new, self.rng.standard_normal(b.size))
+            log_ratio = metropolis_log_ratio(logp, logp_new, log_density(b, fit), log_q_new)
             accept += float(np.exp(min(log_ratio, 0.0)))
             if np.log(self.rng.random()) < log_ratio:
-                g, b, logp = g_new, b_new, logp_new
+                g, b, logp, fit = g_new, b_new, logp_new, fit_new
                 flipped += 1
-        if self.refresh:  # the coefficients afresh from the fit at the indicators reached
-            fit = self._fit(g, fits)
-            b_new = draw(fit, self.rng.standard_normal(b.size))
-            logp_new = self._log_density(b=b_new, g=g)
-            log_ratio = logp_new - logp + log_density(b, fit) - log_density(b_new, fit)
-            if logp_new > -np.inf and not np.isnan(log_ratio) \
-                    and np.log(self.rng.random()) < log_ratio:
-                b, logp = b_new, logp_new
         data = np.concatenate([g.astype(q0.data.dtype), b.astype(q0.data.dtype)])
         return RaveledVars(data, q0.point_map_info), [
             {"accept": accept / max(n, 1), "jump_distance": flipped}]

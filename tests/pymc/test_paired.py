@@ -17,7 +17,7 @@ import pytest
 from scipy.special import expit, log_expit, logsumexp
 
 import pymc_discrete as pmd
-from pymc_discrete.kernels.paired import fit_gaussian, gaussian_fit, log_density
+from pymc_discrete.kernels.paired import log_density, metropolis_log_ratio
 from pymc_discrete.pymc.paired import switched_coefficients
 from tests.pymc.joint import assert_joint_frequencies_match
 
@@ -182,30 +182,55 @@ def test_proposals_of_impossible_or_nan_density_are_refused():
     assert np.unique(beta[..., 0]).size > 50
 
 
-def test_the_fit_is_exact_for_a_gaussian_and_falls_back_where_not_concave():
-    """One Newton step from anywhere gives a Gaussian's mean and precision; a density
-    that is not concave at the anchor gives the anchor with unit precision."""
-    precision = np.array([[2.0, 0.5], [0.5, 1.0]])
-    mean = np.array([0.3, -1.2])
+def test_the_fit_is_the_exact_conditional_of_a_gaussian_regression():
+    """With the density quadratic in beta, the fit at any indicators is beta's exact
+    conditional (mean and precision), its log density is the Gaussian's, and the proposal
+    is mean + L^-T z."""
+    X, y = _design()
+    model = _switched_model(X, y)
+    with model:
+        step = pmd.PairedFlip([model["g"]])
+    for g in ([1, 0, 1], [0, 0, 0], [1, 1, 1]):
+        g = np.array(g)
+        z = np.array([0.3, -1.1, 0.4])
+        b, logp, log_q, fit = step.proposal(g, z)
+        Xg = X * g  # an excluded coefficient keeps its prior
+        precision = Xg.T @ Xg + np.eye(3) / SLAB**2
+        mean = np.linalg.solve(precision, Xg.T @ y)
+        np.testing.assert_allclose(fit.mean, mean, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fit.chol_precision @ fit.chol_precision.T, precision,
+                                   rtol=1e-10)
+        d = b - mean
+        exact = (-0.5 * d @ precision @ d + 0.5 * np.linalg.slogdet(precision)[1]
+                 - 1.5 * np.log(2 * np.pi))
+        assert log_q == pytest.approx(exact, abs=1e-9)
+        assert log_density(b, fit) == pytest.approx(exact, abs=1e-9)
+        assert logp == pytest.approx(model.compile_logp()({"g": g, "beta": b}), abs=1e-9)
+    assert metropolis_log_ratio(0.0, -np.inf, 0.0, 0.0) == -np.inf
+    assert metropolis_log_ratio(np.nan, 1.0, 0.0, 0.0) == -np.inf
+    assert metropolis_log_ratio(-1.0, -2.0, 0.5, 0.25) == pytest.approx(-0.75)
 
-    def newton(b):
-        gradient = -precision @ (b - mean)
-        chol = np.linalg.cholesky(precision)
-        return b + np.linalg.solve(precision, gradient), chol, np.linalg.inv(chol).T
 
-    fit = fit_gaussian(newton, np.array([5.0, 5.0]), steps=1)
-    np.testing.assert_allclose(fit.mean, mean)
-    np.testing.assert_allclose(fit.chol_precision @ fit.chol_precision.T, precision)
-    x = np.array([0.1, 0.4])
-    d = x - mean
-    exact = -0.5 * d @ precision @ d + 0.5 * np.log(np.linalg.det(precision)) - np.log(2 * np.pi)
-    assert log_density(x, fit) == pytest.approx(exact, abs=1e-12)
-    nan = fit_gaussian(lambda b: (b * np.nan, np.full((2, 2), np.nan), np.eye(2)),
-                       np.array([1.0, 2.0]))
-    np.testing.assert_array_equal(nan.mean, [1.0, 2.0])
-    np.testing.assert_array_equal(nan.chol_precision, np.eye(2))
-    assert log_density(np.zeros(2), gaussian_fit(np.zeros(2), np.eye(2))) == pytest.approx(
-        -np.log(2 * np.pi))
+def test_the_fit_falls_back_to_the_anchor_where_the_density_is_not_concave():
+    """Where the log density is flat or convex in the coefficients (precision not
+    positive definite), the fit keeps the anchor with unit precision."""
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.5, shape=2)
+        beta = pm.Normal("beta", 0.0, 1.0, shape=2)
+        # flat in beta where g = 1 (the prior's curvature cancelled), convex with weight 2
+        weight = pm.Data("weight", 0.5)
+        pm.Potential("bend", weight * ((g * beta) ** 2).sum())
+    for w in (0.5, 2.0):
+        with model:
+            pm.set_data({"weight": w})
+            step = pmd.PairedFlip([g], coefficients=beta)
+        b, logp, log_q, fit = step.proposal(np.array([1, 1]), np.array([0.5, -0.5]))
+        np.testing.assert_array_equal(fit.mean, [0.0, 0.0])
+        np.testing.assert_array_equal(fit.chol_precision, np.eye(2))
+        np.testing.assert_allclose(b, [0.5, -0.5])
+        # where g = 0 the density is the prior's: the fit is exact there
+        _, _, _, fit = step.proposal(np.array([0, 0]), np.zeros(2))
+        np.testing.assert_allclose(fit.chol_precision, np.eye(2), atol=1e-12)
 
 
 def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog):
