@@ -35,6 +35,7 @@ import pytensor.tensor as pt
 from scipy.special import log_softmax
 
 import pymc_discrete as pmd
+from benchmarks.exact_selection import exact_selection
 from benchmarks.run_models import numpyro_mixture
 from examples.iris_mixture import mixture_parameters
 
@@ -98,6 +99,11 @@ class AppliedModel:
     numpyro_start : callable or None
         Maps one dict of ``start`` to the NumPyro model's discrete sites (None: the
         same names and values).
+    exact_means : callable or None
+        Zero-argument function giving the exact posterior mean of every continuous
+        element (named like ``beta[0]``) and every summary, where they can be computed
+        without Monte Carlo error; the benchmark then measures agreement against them
+        instead of against the marginalised NUTS run.
     """
 
     name: str
@@ -114,6 +120,7 @@ class AppliedModel:
     start: Callable[[int, int], list[dict]]
     numpyro_model: Callable[[], Callable] | None = None
     numpyro_start: Callable[[dict], dict] | None = None
+    exact_means: Callable[[], dict[str, float]] | None = None
 
 
 def albp_exact(names: list[str]) -> Callable[[pm.Model], list]:
@@ -583,7 +590,10 @@ def variable_selection(X: np.ndarray | None = None, y: np.ndarray | None = None,
     but with the 10 main effects only so that the marginal can enumerate all 2^10 = 1024
     inclusion patterns (a logsumexp over them, with the residual sum of squares from the
     sufficient statistics X'X, X'y). Summaries: the model size ``sum g`` (shown) and the
-    10 posterior inclusion probabilities.
+    10 posterior inclusion probabilities. Its posterior means are also known exactly
+    (``exact_means``: conjugate in the coefficients given the pattern and ``sigma``,
+    summed over the patterns, integrated over ``sigma`` on a grid;
+    ``benchmarks/exact_selection.py``).
 
     Parameters
     ----------
@@ -645,6 +655,13 @@ def variable_selection(X: np.ndarray | None = None, y: np.ndarray | None = None,
         return [{"g": np.random.default_rng(seed + c).integers(0, 2, p)}
                 for c in range(chains)]
 
+    def exact_means() -> dict[str, float]:
+        exact = exact_selection(X, y, inclusion=INCLUSION, slab=SLAB, patterns=G)
+        out = {f"beta[{j}]": float(exact["beta"][j]) for j in range(p)}
+        out.update(alpha=exact["alpha"], sigma=exact["sigma"], size=exact["size"])
+        out.update({f"pip[{names[j]}]": float(exact["pip"][j]) for j in range(p)})
+        return out
+
     return AppliedModel(
         name="selection", title=f"Variable selection: diabetes, {p} predictors, spike-and-slab",
         source="scikit-learn's diabetes data (442 patients, 10 standardised predictors); the "
@@ -652,7 +669,7 @@ def variable_selection(X: np.ndarray | None = None, y: np.ndarray | None = None,
         model=model, marginal=marginal, continuous=["beta", "alpha", "sigma"],
         discrete=["g"], summaries=summaries, marginal_summaries=marginal_summaries,
         headline=["size"], best_steps=blocked_gibbs(["g"]), start=start,
-        numpyro_model=lambda: _numpyro_selection(X, y),
+        numpyro_model=lambda: _numpyro_selection(X, y), exact_means=exact_means,
     )
 
 

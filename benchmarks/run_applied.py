@@ -37,7 +37,8 @@ and that per second; the largest r-hat over them and over the discrete summaries
 posterior means of the discrete summaries (the marginal model's are Rao-Blackwellised:
 the mean over its draws of ``E[summary | continuous parameters]``); the agreement with
 the reference, ``max |mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over every
-continuous element and every summary; the fraction of the discrete step's proposals
+continuous element and every summary (against the exact posterior means, MCSE_ref = 0,
+where the model provides them: ``AppliedModel.exact_means``); the fraction of the discrete step's proposals
 accepted, when it reports one.
 
 Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: few
@@ -415,8 +416,28 @@ def _max_rhat(arrays: dict[str, np.ndarray]) -> float:
     return worst
 
 
-def measure(run: Run, reference: Run | None) -> Row:
-    """ESS, r-hat, summary means and the agreement with ``reference`` of one run."""
+def _deviation(ours: dict[str, np.ndarray],
+               theirs: dict[str, tuple[float, float]]) -> tuple[float, str]:
+    """Largest ``|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over the keys of
+    ``theirs`` (name -> (mean, MCSE); MCSE 0 for an exact mean), and where."""
+    worst, at = 0.0, ""
+    for k, (m_ref, se_ref) in theirs.items():
+        m, se = _mean_mcse(ours[k])
+        # a summary that is (nearly) constant in the posterior, e.g. a cluster size of
+        # exactly 50 in every draw, has an MCSE of ~0 and the Rao-Blackwellised
+        # reference differs from it by the tiny probabilities a finite sample never
+        # realises: floor the scale at 1e-4 of the value
+        scale = max(np.hypot(se, se_ref), 1e-4 * max(1.0, abs(m_ref)))
+        z = abs(m - m_ref) / scale
+        if z >= worst:
+            worst, at = z, k
+    return worst, at
+
+
+def measure(run: Run, reference: Run | None,
+            exact: dict[str, float] | None = None) -> Row:
+    """ESS, r-hat, summary means and the agreement of one run with the ``exact``
+    posterior means where given, else with the ``reference`` run."""
     row = Row(run)
     if run.error is not None:
         return row
@@ -429,21 +450,14 @@ def measure(run: Run, reference: Run | None) -> Row:
     row.rhat_continuous = _max_rhat(elements)
     row.rhat_summaries = _max_rhat(run.summaries)
     row.means = {k: float(a.mean()) for k, a in run.summaries.items()}
-    if reference is not None and reference.error is None and reference is not run:
-        ours = {**elements, **run.summaries}
+    ours = {**elements, **run.summaries}
+    if exact is not None:
+        row.deviation, row.deviation_at = _deviation(
+            ours, {k: (v, 0.0) for k, v in exact.items()})
+    elif reference is not None and reference.error is None and reference is not run:
         theirs = {**_elements(reference.continuous), **reference.summaries}
-        worst, at = 0.0, ""
-        for k in theirs:
-            (m, se), (m_ref, se_ref) = _mean_mcse(ours[k]), _mean_mcse(theirs[k])
-            # a summary that is (nearly) constant in the posterior, e.g. a cluster size of
-            # exactly 50 in every draw, has an MCSE of ~0 and the Rao-Blackwellised
-            # reference differs from it by the tiny probabilities a finite sample never
-            # realises: floor the scale at 1e-4 of the value
-            scale = max(np.hypot(se, se_ref), 1e-4 * max(1.0, abs(m_ref)))
-            z = abs(m - m_ref) / scale if scale > 0 else (0.0 if m == m_ref else np.inf)
-            if z >= worst:
-                worst, at = z, k
-        row.deviation, row.deviation_at = worst, at
+        row.deviation, row.deviation_at = _deviation(
+            ours, {k: _mean_mcse(a) for k, a in theirs.items()})
     return row
 
 
@@ -467,8 +481,10 @@ def _ratio(row: Row, base: Row | None) -> str:
     return f"{row.ess_per_s / base.ess_per_s:.2f}x"
 
 
-def format_table(applied: AppliedModel, rows: list[Row]) -> str:
-    """The markdown table of one model (failed runs: their reason, the rest "-")."""
+def format_table(applied: AppliedModel, rows: list[Row], exact: bool = False) -> str:
+    """The markdown table of one model (failed runs: their reason, the rest "-");
+    ``exact``: the agreement column is against exact posterior means, the marginalised
+    run's included."""
     by_name = {r.run.variant: r for r in rows if r.run.error is None}
     pymc, ref = by_name.get(PYMC_DEFAULT), by_name.get(MARGINAL)
     head = ("| variant | steps | draws | seconds | min ESS (continuous) | min ESS/s "
@@ -483,7 +499,7 @@ def format_table(applied: AppliedModel, rows: list[Row]) -> str:
             lines.append(f"| {run.variant} | {run.error} | {blanks} |")
             continue
         means = " | ".join(_cell(r.means.get(h), ".2f") for h in applied.headline)
-        deviation = ("ref" if run.variant == MARGINAL
+        deviation = ("ref" if run.variant == MARGINAL and not exact
                      else f"{_cell(r.deviation, '.1f')} ({r.deviation_at})")
         lines.append(
             f"| {run.variant} | {run.steps} | {run.chains} x {run.draws} "
@@ -494,7 +510,7 @@ def format_table(applied: AppliedModel, rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def bars(rows: list[Row]) -> str:
+def bars(rows: list[Row], exact: bool = False) -> str:
     """Issue 18's bars for the package's default use: agreement, r-hat, speed."""
     by_name = {r.run.variant: r for r in rows if r.run.error is None}
     ours, pymc, ref = (by_name.get(k) for k in (PMD_DEFAULT, PYMC_DEFAULT, MARGINAL))
@@ -505,7 +521,8 @@ def bars(rows: list[Row]) -> str:
         return "pass" if ok else "FAIL"
 
     rhat = max(ours.rhat_continuous, ours.rhat_summaries)
-    parts = [f"within {MAX_DEVIATION:g} MCSE of the reference: "
+    against = "the exact posterior means" if exact else "the reference"
+    parts = [f"within {MAX_DEVIATION:g} MCSE of {against}: "
              f"{mark(ours.deviation <= MAX_DEVIATION)} ({ours.deviation:.1f})",
              f"r-hat < {MAX_RHAT}: {mark(rhat < MAX_RHAT)} ({rhat:.3f})"]
     if pymc is not None:
@@ -522,7 +539,8 @@ def bars(rows: list[Row]) -> str:
 def model_section(applied: AppliedModel, runs: list[Run]) -> str:
     """Heading, source, table, bars and the runs' warnings of one model."""
     reference = next((r for r in runs if r.variant == MARGINAL), None)
-    rows = [measure(r, reference) for r in runs]
+    exact = applied.exact_means() if applied.exact_means is not None else None
+    rows = [measure(r, reference, exact) for r in runs]
     notes = [f"- {r.variant}: {n}" for r in runs for n in r.notes]
     ref_row = next((r for r in rows if r.run.variant == MARGINAL and r.run.error is None), None)
     ref_note = "" if ref_row is None else (
@@ -530,7 +548,13 @@ def model_section(applied: AppliedModel, runs: list[Run]) -> str:
         f"min ESS {ref_row.ess_min:.0f} over {ref_row.run.chains} x {ref_row.run.draws} "
         "draws.")
     text = (f"### {applied.title}\n\nData: {applied.source}.\n\n"
-            f"{format_table(applied, rows)}\n\n{bars(rows)} {ref_note}\n")
+            f"{format_table(applied, rows, exact is not None)}\n\n"
+            f"{bars(rows, exact is not None)} {ref_note}\n")
+    if exact is not None:
+        text += ("\nThe agreement column compares every run, the marginalised one included, "
+                 "with the exact posterior means (no Monte Carlo error: the model's "
+                 "`exact_means`); exact "
+                 + ", ".join(f"{k} {exact[k]:.3f}" for k in applied.headline) + ".\n")
     if notes:
         text += "\nNotes (warnings raised while sampling, NumPyro's timing):\n\n" \
             + "\n".join(notes) + "\n"
@@ -540,7 +564,7 @@ def model_section(applied: AppliedModel, runs: list[Run]) -> str:
 METHOD = """Each model is sampled five ways: PyMC's default (`pmd.unregister()`, then plain
 `pm.sample()`), the package's default use (`pmd.register()`, then plain `pm.sample()`:
 CollapsedNUTS where the discrete block sums out site by site, the package's best option
-there), data augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest (the
+there; PairedFlip with NUTS where a 0/1 indicator switches coefficients), data augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest (the
 default before), the model with its discrete
 variables summed out by hand (NUTS alone; the **reference**, run with {ref_factor}x the
 draws) and NumPyro's `DiscreteHMCGibbs` (a Gibbs sweep of the discrete sites and a NUTS
@@ -563,6 +587,8 @@ post-tuning draws. "max dev. / MCSE" is the largest
 `|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)` over every continuous element and every
 discrete summary (which one in parentheses); the reference's summaries are
 Rao-Blackwellised (the mean of `E[summary | continuous parameters]` over its draws).
+Where the exact posterior means are known (variable selection), the column compares
+with them instead (MCSE_ref = 0), the reference's row included.
 "accept": the fraction of the discrete step's proposals accepted (PyMC's Gibbs steps and
 NumPyro report none). Failed or unsupported variants are rows with their reason. The bars
 of issue 18, checked under each table for the package's default use: within 4 MCSE of

@@ -177,3 +177,65 @@ def test_collapsed_nuts_sums_out_exactly_what_the_hand_written_marginal_does(bui
         (lp, grad), (lp_ref, grad_ref) = ours(x), theirs(x)
         np.testing.assert_allclose(lp, lp_ref, rtol=1e-10, atol=1e-8)
         np.testing.assert_allclose(grad, grad_ref, rtol=1e-8, atol=1e-8)
+
+
+def test_exact_selection_is_the_brute_force_posterior():
+    """The exact spike-and-slab means (eigendecomposed, whitened conjugate algebra) equal
+    a brute-force computation on 3 predictors: the evidence of every pattern at every
+    grid value of sigma from the dense marginal covariance ``sigma^2 I + W S^2 W'`` of y,
+    the coefficients' conditional means ``S^2 W' Cov^-1 y``."""
+    from scipy.stats import multivariate_normal
+
+    from benchmarks.exact_selection import exact_selection
+
+    X, y, _ = am.diabetes_standardised()
+    X, y = X[:25, [1, 2, 8]], y[:25]
+    n, p = X.shape
+    inclusion, slab = 0.3, 0.5
+    grid = np.linspace(0.05, 3.0, 300)
+    patterns = am.all_patterns(p)
+    exact = exact_selection(X, y, inclusion=inclusion, slab=slab, patterns=patterns,
+                            sigma_grid=grid)
+
+    log_w, means = [], []
+    for g in patterns:
+        W = np.column_stack([np.ones(n), X[:, g > 0]])
+        S2 = np.diag(np.r_[1.0, np.full(int(g.sum()), slab**2)])
+        for s in grid:
+            cov = s**2 * np.eye(n) + W @ S2 @ W.T
+            log_w.append(multivariate_normal(np.zeros(n), cov).logpdf(y) - 0.5 * s**2
+                         + g.sum() * np.log(inclusion) + (p - g.sum()) * np.log1p(-inclusion))
+            w = np.zeros(p + 1)
+            w[np.r_[True, g > 0]] = S2 @ W.T @ np.linalg.solve(cov, y)
+            means.append(np.r_[w, s, g, g.sum()])
+    weight = np.exp(np.array(log_w) - max(log_w))
+    expected = weight @ np.array(means) / weight.sum()
+    got = np.r_[exact["alpha"], exact["beta"], exact["sigma"], exact["pip"], exact["size"]]
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    assert exact["edge_mass"] < 1e-12
+    with pytest.raises(ValueError, match="misses posterior mass"):
+        exact_selection(X, y, inclusion=inclusion, slab=slab, patterns=patterns,
+                        sigma_grid=np.linspace(0.5, 0.7, 50))
+
+
+def test_the_runner_measures_agreement_against_exact_means_where_known():
+    """With exact means, every run's deviation (the reference's included) is its distance
+    from them in units of its own MCSE."""
+    from benchmarks import run_applied as ra
+
+    rng = np.random.default_rng(1)
+    shape = (4, 500)
+    exact = {"psi": 0.6, "occupied": 3.0}
+
+    def run(variant: str, shift: float) -> ra.Run:
+        return ra.Run(variant, steps="x", draws=500, tune=500, chains=4, seconds=2.0,
+                      continuous={"psi": 0.6 + shift + 0.01 * rng.normal(size=shape)},
+                      summaries={"occupied": 3.0 + rng.normal(size=shape)})
+
+    reference, far = run(ra.MARGINAL, 0.0), run(ra.PMD_DEFAULT, 0.01)
+    rows = [ra.measure(r, reference, exact) for r in (reference, far)]
+    assert rows[0].deviation < 4.0 < rows[1].deviation and rows[1].deviation_at == "psi"
+    # 0.01 away with an MCSE of 0.01 / sqrt(2000): about 45 standard errors
+    assert rows[1].deviation == pytest.approx(0.01 / (0.01 / np.sqrt(2000)), rel=0.1)
+    assert "the exact posterior means" in ra.bars(rows, exact=True)
+    assert "| ref |" not in ra.format_table(MODELS["occupancy"][0], rows, exact=True)
