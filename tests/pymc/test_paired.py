@@ -110,6 +110,32 @@ def test_switched_indicators_and_coefficients_match_the_conjugate_posterior():
     _assert_means(idata, "beta", beta_mean)
     # the collapsed flips move: most draws flip some site
     assert float((idata.sample_stats["jump_distance"] > 0).mean()) > 0.3
+    with model, pytest.raises(ValueError, match="swaps must be at least 0"):
+        pmd.PairedFlip([model["g"]], swaps=-1)
+
+
+def test_a_swap_chooses_every_included_excluded_pair_alike():
+    """The swap proposal is symmetric because it picks each (included, excluded) pair
+    with probability 1 / (|in| |out|), which the swapped pattern shares: frequencies of
+    the 2 x 3 swaps of one pattern within 4 standard errors of 1/6; none where every
+    site is in."""
+    X, y = _design()
+    model = _switched_model(X, y)
+    with model:
+        step = pmd.PairedFlip([model["g"]], rng=np.random.default_rng(3))
+    assert step.swaps == 3  # one per site by default
+    g = np.array([1, 0, 1, 0, 0])
+    draws = 6000
+    counts = {}
+    for _ in range(draws):
+        swapped = step._swap(g)
+        assert swapped.sum() == g.sum()
+        key = (int(np.flatnonzero(g > swapped)[0]), int(np.flatnonzero(swapped > g)[0]))
+        counts[key] = counts.get(key, 0) + 1
+    assert sorted(counts) == [(i, j) for i in (0, 2) for j in (1, 3, 4)]
+    freq = np.array(list(counts.values())) / draws
+    assert np.all(np.abs(freq - 1 / 6) < 4 * np.sqrt(1 / 6 * 5 / 6 / draws))
+    assert step._swap(np.ones(5, dtype=np.int64)) is None
 
 
 def test_a_pairing_that_is_not_a_switch_is_still_exact():
