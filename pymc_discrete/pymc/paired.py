@@ -155,9 +155,10 @@ class PairedFlip(ArrayStepShared):
 
     Notes
     -----
-    Cost per draw: one log density evaluation per site and per swap and, per distinct indicator
-    pattern visited, ``newton_steps`` evaluations of the gradient and Hessian with respect
-    to ``coefficients`` (p x p for p coefficients) and a Cholesky factorisation. Sampler
+    Cost per draw: one call of a compiled function per proposal (the refresh, one per
+    site, one per swap), each ``newton_steps`` evaluations of the gradient and Hessian
+    with respect to ``coefficients`` (p x p for p coefficients), as many Cholesky
+    factorisations and one log density evaluation. Sampler
     statistics: ``accept`` (mean acceptance probability of the draw's flips and swaps) and
     ``jump_distance`` (sites whose state changed over the draw's moves, counted per move).
 
