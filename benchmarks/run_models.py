@@ -192,10 +192,21 @@ def mixed_section(name: str, model: pm.Model, numpyro_model: Callable, discrete:
     return format_mixed_table(rows, baseline=baseline)
 
 
-def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int) -> list:
+def registered_default(model: pm.Model):
+    """The steps ``pmd.register()`` makes plain ``pm.sample()`` use on ``model``: AutoStep
+    over every free variable (it claims the continuous ones it samples with the discrete
+    block; PyMC's NUTS takes the rest)."""
+    from pymc_discrete.pymc.choose import AutoStep
+
+    return AutoStep(list(model.free_RVs))
+
+
+def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int, default: str) -> list:
     """(label, step factory, draws) for the discrete variable ``var`` of a mixed model:
-    ours, then PyMC's default Gibbs step ``gibbs`` (the baseline, last)."""
+    the package's default use (``register()``, which picks ``default`` here), our other
+    steps, then PyMC's default Gibbs step ``gibbs`` (the baseline, last)."""
     return [
+        (f"register(): {default}", registered_default, draws),
         ("ALBP (exact) + NUTS", lambda m: pmd.ALBP([m[var]], proposal="exact"), draws),
         ("ALBP (exact, 8 steps per draw) + NUTS",
          lambda m: pmd.ALBP([m[var]], proposal="exact", steps_per_draw=8), draws),
@@ -223,13 +234,15 @@ def main(quick: bool = False) -> None:
         Z, y, _ = design()
         spike = mixed_section(
             "spike", spike_and_slab_model(Z, y), numpyro_spike_and_slab(Z, y), "g", 2,
-            mixed_runs("g", pm.BinaryGibbsMetropolis, mixed_draws, gibbs_mixed),
+            mixed_runs("g", pm.BinaryGibbsMetropolis, mixed_draws, gibbs_mixed,
+                       "PairedFlip + NUTS"),
             "BinaryGibbsMetropolis + NUTS", mixed_draws, None, quick)
         data, _ = iris_data()
         labels0 = {"z": np.random.default_rng(0).integers(0, 3, data.shape[0])}
         mixture = mixed_section(
             "mixture", mixture_model(data), numpyro_mixture(data), "z", 3,
-            mixed_runs("z", pm.CategoricalGibbsMetropolis, mixed_draws, gibbs_mixed),
+            mixed_runs("z", pm.CategoricalGibbsMetropolis, mixed_draws, gibbs_mixed,
+                       "CollapsedNUTS"),
             "CategoricalGibbsMetropolis + NUTS", mixed_draws, labels0, quick)
     import jax
     import numpyro
@@ -263,8 +276,11 @@ step for `g`, PyMC's NUTS for `beta`, `sigma`, `alpha` ({mixed_draws} draws afte
 {mixed_draws} tuning; Gibbs: {gibbs_mixed} after {gibbs_mixed}), from PyMC's initial point
 (no predictor included). "min ESS" is the smallest bulk ESS over every element of `beta`,
 `sigma`, `alpha`; evaluations per draw are NUTS's leapfrog steps plus the discrete step's
-log density evaluations ("-": exact ratios evaluated in batches of the model's terms).
-"8 steps per draw": 8 M-H steps of the indicators per NUTS step.
+log density evaluations ("-": exact ratios evaluated in batches of the model's terms, or
+a step that evaluates other functions). "8 steps per draw": 8 M-H steps of the
+indicators per NUTS step. "register()": what `pmd.register()` and plain `pm.sample()`
+run, PairedFlip on `g` and `beta` (the flips and swaps with fresh coefficients, see
+`docs/algorithms.md`) with NUTS on `sigma` and `alpha`.
 
 {spike}
 
@@ -275,7 +291,9 @@ coordinate, HalfNormal scales, Dirichlet weights; labels `z` by the discrete ste
 by NUTS ({mixed_draws} draws after {mixed_draws} tuning; Gibbs: {gibbs_mixed} after
 {gibbs_mixed}); PyMC runs start from the same random labels, NumPyro from its default
 initialisation. "min ESS" is over every element of `w`, `mu_first`, `mu_rest`, `sigma`
-(label switching is blocked by the ordering, so these are identified).
+(label switching is blocked by the ordering, so these are identified). "register()": what
+`pmd.register()` and plain `pm.sample()` run, CollapsedNUTS (NUTS with the labels summed
+out, then drawn exactly).
 
 {mixture}
 {QUICK_NOTE if quick else ""}""")
