@@ -210,8 +210,8 @@ def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int, default: str
         ("ALBP (exact) + NUTS", lambda m: pmd.ALBP([m[var]], proposal="exact"), draws),
         ("ALBP (exact, 8 steps per draw) + NUTS",
          lambda m: pmd.ALBP([m[var]], proposal="exact", steps_per_draw=8), draws),
-        ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m[var]]), draws),
-        ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m[var]]), draws),
+        ("ALBP (gradient) + NUTS", lambda m: pmd.ALBP([m[var]], proposal="gradient"), draws),
+        ("PAS (gradient) + NUTS", lambda m: pmd.PAS([m[var]], proposal="gradient"), draws),
         ("ARWM + NUTS", lambda m: pmd.ARWM([m[var]]), draws),
         (f"{gibbs.__name__} + NUTS", lambda m: gibbs([m[var]]), gibbs_draws),
     ]
