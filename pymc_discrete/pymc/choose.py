@@ -48,7 +48,7 @@ from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
 from pymc_discrete.pymc.exact import ExactRatios, block_terms
 from pymc_discrete.pymc.gibbs import BlockedGibbs
-from pymc_discrete.pymc.paired import PairedFlip, switched_coefficients
+from pymc_discrete.pymc.paired import PairedFlip, scaled_coefficients, switched_coefficients
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = [
@@ -182,6 +182,13 @@ def recommend(vars=None, model=None, initial_point=None,
         why_not = (f" (it is not summed out: with {k} values a site, the sum would evaluate its "
                    f"terms {k} times at every NUTS step, against {1 + k} times a draw here)")
     elif c == 1 and _terms_depend_on_continuous(model, value_vars):
+        scaled = (_paired(model, value_vars, initial_point, support, scaled_coefficients)
+                  if n_sites <= PAIRED_MAX_SITES else None)
+        if scaled is not None:
+            beta, found = scaled
+            reason = (f"{found}: each flip of a site redraws {beta.name} from a Gaussian fit "
+                      "of its conditional")
+            return Recommendation(PairedFlip, reason, n_sites, c, exact, beta)
         refused = collapsible(exact)
         if refused is None:
             try:
@@ -198,7 +205,7 @@ def recommend(vars=None, model=None, initial_point=None,
         why_not = f" (it is not summed out: {refused})"
     paired = None
     if 1 < c and n_sites <= PAIRED_MAX_SITES:
-        paired = _switched(model, value_vars, initial_point, support)
+        paired = _paired(model, value_vars, initial_point, support, switched_coefficients)
     if paired is not None:
         beta, found = paired
         reason = (f"{found}: each flip of a site redraws {beta.name} from a Gaussian fit of "
@@ -219,13 +226,14 @@ def recommend(vars=None, model=None, initial_point=None,
     return Recommendation(ALBP, reason, n_sites, c, exact)
 
 
-def _switched(model, value_vars, initial_point, support):
+def _paired(model, value_vars, initial_point, support, probe):
     """``(coefficients, what was found)`` when the block is one 0/1 indicator that
-    switches a continuous variable's elements on and off (else None)."""
+    ``probe`` (:func:`switched_coefficients` or :func:`scaled_coefficients`) pairs with a
+    continuous variable (else None)."""
     if len(value_vars) != 1 or not support.is_binary or np.any(support.offsets != 0):
         return None
     try:
-        beta, found = switched_coefficients(model, value_vars[0], initial_point)
+        beta, found = probe(model, value_vars[0], initial_point)
     except Exception:  # a model the probe cannot evaluate: not paired
         return None
     return None if beta is None else (beta, found)

@@ -27,7 +27,7 @@ from pymc_discrete.kernels.paired import (
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
-__all__ = ["PairedFlip", "switched_coefficients"]
+__all__ = ["PairedFlip", "scaled_coefficients", "switched_coefficients"]
 
 #: points (the initial one perturbed, with random indicators) at which a pairing is checked
 PROBE_POINTS = 4
@@ -105,6 +105,84 @@ def switched_coefficients(model, indicator, initial_point: dict | None = None,
                           f"prior) only while its site of {g.name} is 1")
     return None, (f"no continuous variable of {n} elements is switched off by {g.name} "
                   "(flat in the likelihood wherever its site is 0)")
+
+
+def scaled_coefficients(model, indicator, initial_point: dict | None = None,
+                        seed: int = 0) -> tuple[Variable | None, str]:
+    """The continuous variable whose element ``j`` alone the indicator's site ``j`` acts on.
+
+    The scale-mixture form of spike-and-slab, ``beta ~ Normal(0, switch(g, slab, spike))``:
+    flipping ``g_j`` changes the gradient of ``beta``'s own prior in ``beta_j`` and in no
+    other element, and leaves the gradient of every other term in ``beta`` as it was (the
+    indicator acts on the coefficient through its prior alone). Checked at :data:`PROBE_POINTS` // 2 points (the initial point
+    with the continuous variables perturbed, random indicators), flipping every site in
+    turn. Summed out, such a block leaves NUTS a mixture of a narrow and a wide
+    component in every ``beta_j``, which it does not cross; flipping ``g_j`` with a fresh
+    ``beta`` (:class:`PairedFlip`) does.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    indicator : random or value variable
+        A binary variable with values 0 and 1.
+    initial_point : dict, optional
+    seed : int
+        Seed of the probe points.
+
+    Returns
+    -------
+    coefficients : Variable or None
+        The value variable of the paired continuous variable (None if there is none).
+    reason : str
+        What was found, or why no variable qualifies.
+    """
+    if initial_point is None:
+        initial_point = model.initial_point()
+    g = model.rvs_to_values.get(indicator, indicator)
+    n = _binary_indicator(model, g, initial_point, "PairedFlip")
+    candidates = [v for v in model.continuous_value_vars
+                  if np.size(initial_point[v.name]) == n]
+    if not candidates:
+        return None, f"no continuous variable has the {n} elements of {g.name}"
+    rng = np.random.default_rng(seed)
+    shape = np.shape(initial_point[g.name])
+    points = []
+    for _ in range(max(PROBE_POINTS // 2, 1)):
+        point = {name: np.array(value, copy=True) for name, value in initial_point.items()}
+        for v in model.continuous_value_vars:
+            value = initial_point[v.name]
+            point[v.name] = (value + rng.normal(0.0, 1.0, np.shape(value))).astype(value.dtype)
+        point[g.name] = rng.integers(0, 2, n).reshape(shape).astype(g.dtype)
+        points.append(point)
+    for beta in candidates:
+        own = model.values_to_rvs[beta]
+        others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
+        fn = pm_compile(model.value_vars, [pt.grad(model.logp(vars=[own]), beta),
+                                           pt.grad(model.logp(vars=others), beta)],
+                        on_unused_input="ignore")
+        paired = True
+        for point in points:
+            base_prior, base_rest = (np.ravel(a) for a in fn(
+                **{v.name: point[v.name] for v in model.value_vars}))
+            for j in range(n):
+                flipped = np.ravel(point[g.name]).copy()
+                flipped[j] = 1 - flipped[j]
+                prior, rest = (np.ravel(a) for a in fn(
+                    **{v.name: point[v.name] for v in model.value_vars if v is not g},
+                    **{g.name: flipped.reshape(shape)}))
+                changed = prior != base_prior
+                if not (np.all(np.isfinite(prior)) and changed[j] and changed.sum() == 1
+                        and np.array_equal(rest, base_rest)):
+                    paired = False
+                    break
+            if not paired:
+                break
+        if paired:
+            return beta, (f"site j of {g.name} acts on element j of {beta.name} alone (a "
+                          "scale mixture: summed out, each element's density would be a "
+                          "mixture NUTS does not cross)")
+    return None, (f"no continuous variable of {n} elements has each element acted on by "
+                  f"its site of {g.name} alone")
 
 
 class PairedFlip(ArrayStepShared):

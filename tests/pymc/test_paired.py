@@ -18,7 +18,7 @@ from scipy.special import expit, log_expit, logsumexp
 
 import pymc_discrete as pmd
 from pymc_discrete.kernels.paired import log_density, metropolis_log_ratio
-from pymc_discrete.pymc.paired import switched_coefficients
+from pymc_discrete.pymc.paired import scaled_coefficients, switched_coefficients
 from tests.pymc.joint import assert_joint_frequencies_match
 
 #: means must lie within this many Monte Carlo standard errors of the exact ones
@@ -261,8 +261,11 @@ def test_the_fit_falls_back_to_the_anchor_where_the_density_is_not_concave():
 
 def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog):
     """recommend() says PairedFlip on ``g * beta`` (several colours: the sites share the
-    likelihood) and not on the scale mixture; register() builds PairedFlip with NUTS on
-    the rest (beta left to the exact flips: its conditional is Gaussian)."""
+    likelihood) and on the scale mixture (one colour, which CollapsedNUTS would otherwise
+    sum out into a spike-on-slab density per coefficient), not on a block whose sites act
+    on a per-site variable through the likelihood (summed out); register() builds
+    PairedFlip with NUTS on the rest (beta left to the exact flips: its conditional is
+    Gaussian)."""
     X, y = _design()
     with pm.Model() as model:
         g = pm.Bernoulli("g", INCLUSION, shape=3)
@@ -273,7 +276,16 @@ def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog)
     assert choice.step is pmd.PairedFlip and choice.coefficients.name == "beta"
     assert "beta" in choice.reason
     scale = _scale_mixture_model(X, y)
-    assert pmd.recommend([scale["g"]], model=scale).step is not pmd.PairedFlip
+    choice = pmd.recommend([scale["g"]], model=scale)
+    assert choice.step is pmd.PairedFlip and choice.coefficients.name == "beta"
+    assert "acts on element j of beta alone" in choice.reason
+    assert scaled_coefficients(model, model["g"])[0] is None  # g * beta: a switch instead
+    with pm.Model() as occupancy:  # z_j and u_j meet in the likelihood: summed out
+        z = pm.Bernoulli("z", 0.6, shape=3)
+        u = pm.Normal("u", 0.0, 1.0, shape=3)
+        pm.Bernoulli("y", z * pm.math.sigmoid(u), observed=[1, 0, 0])
+    assert scaled_coefficients(occupancy, occupancy["z"])[0] is None
+    assert pmd.recommend([occupancy["z"]], model=occupancy).step is pmd.CollapsedNUTS
     pmd.register()
     try:
         with caplog.at_level(logging.INFO, logger="pymc"):
