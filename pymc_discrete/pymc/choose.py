@@ -3,13 +3,18 @@
 :func:`recommend` reads the block's structure (which sites share a term of the log
 density, coloured so that sites of one colour share none) and picks
 
+* :class:`~pymc_discrete.pymc.paired.PairedFlip` when the block is one 0/1 indicator of
+  at most :data:`PAIRED_MAX_SITES` sites whose site ``j`` acts on element ``j`` of a
+  continuous variable through that variable's prior alone (the scale-mixture
+  spike-and-slab, ``beta ~ Normal(0, switch(g, slab, spike))``): summed out, every
+  element would have a spike-on-slab density that NUTS does not cross;
 * :class:`~pymc_discrete.pymc.collapse.CollapsedNUTS` when the block's sites share no
   term (one colour) and the model has continuous variables: the block is summed out of
   the density NUTS samples, exactly and site by site, and drawn afresh from its
   conditional every draw (mixture labels, occupancy and capture-recapture indicators, a
   change point: the continuous variables then mix as in the model written with the
   discrete ones summed out by hand);
-* :class:`~pymc_discrete.pymc.paired.PairedFlip` when the block is one 0/1 indicator
+* :class:`~pymc_discrete.pymc.paired.PairedFlip` also when the block is one 0/1 indicator
   whose sites share terms and which switches a continuous variable's elements on and off
   (``g * beta`` in a spike-and-slab regression): each flip redraws the coefficients from
   a Gaussian fit of their conditional;
