@@ -32,6 +32,11 @@ __all__ = ["PairedFlip", "scaled_coefficients", "switched_coefficients"]
 #: points (the initial one perturbed, with random indicators) at which a pairing is checked
 PROBE_POINTS = 4
 
+#: default swaps per draw: one per site up to this many. On the diabetes selection, 10
+#: swaps a draw (10 sites) gave 1.45x the ESS per second of none; with 55 sites, 55 swaps
+#: gave 0.7x and 10 swaps 1.0x (the flips of many sites already trade correlated ones)
+MAX_DEFAULT_SWAPS = 10
+
 
 def _binary_indicator(model, value: Variable, initial_point: dict, step_name: str) -> int:
     """The number of sites of ``value``, after checking that each takes the values 0 and 1."""
@@ -222,7 +227,8 @@ class PairedFlip(ArrayStepShared):
         current indicators (no extra evaluation: that fit is the reverse move of the
         first flip; for a Gaussian conditional an exact Gibbs draw of the coefficients).
     swaps : int, optional
-        Swap proposals per draw after the flips (default: one per site): an included
+        Swap proposals per draw after the flips (default: one per site, at most
+        :data:`MAX_DEFAULT_SWAPS`): an included
         site and an excluded one, each chosen uniformly, exchange their states, with the
         coefficients drawn afresh as for a flip. The size of the model is kept, so a swap
         trades one predictor for a correlated one in one move where two flips would pass
@@ -306,7 +312,7 @@ class PairedFlip(ArrayStepShared):
         if swaps is not None and swaps < 0:
             raise ValueError(f"swaps must be at least 0, got {swaps}")
         #: swap proposals per draw
-        self.swaps = int(n if swaps is None else swaps)
+        self.swaps = int(min(n, MAX_DEFAULT_SWAPS) if swaps is None else swaps)
         #: the name of the paired continuous variable's value variable
         self.coefficients_name = beta.name
         super().__init__([g, beta], shared, blocked, rng=rng)
