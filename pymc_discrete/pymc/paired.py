@@ -47,6 +47,28 @@ def _binary_indicator(model, value: Variable, initial_point: dict, step_name: st
     return int(support.n_values.size)
 
 
+def _same_size_candidates(model, indicator, initial_point: dict):
+    """``(g, n, candidates)``: the indicator's value variable, its number of sites and
+    the continuous value variables with as many elements (the possible partners)."""
+    g = model.rvs_to_values.get(indicator, indicator)
+    n = _binary_indicator(model, g, initial_point, "PairedFlip")
+    candidates = [v for v in model.continuous_value_vars
+                  if np.size(initial_point[v.name]) == n]
+    return g, n, candidates
+
+
+def _probe_point(model, g, initial_point: dict, pattern: np.ndarray,
+                 rng: np.random.Generator) -> dict:
+    """``initial_point`` with every continuous variable perturbed by standard normal
+    noise and the indicator ``g`` at ``pattern``."""
+    point = {name: np.array(value, copy=True) for name, value in initial_point.items()}
+    for v in model.continuous_value_vars:
+        value = initial_point[v.name]
+        point[v.name] = (value + rng.normal(0.0, 1.0, np.shape(value))).astype(value.dtype)
+    point[g.name] = pattern.reshape(np.shape(initial_point[g.name])).astype(g.dtype)
+    return point
+
+
 def switched_coefficients(model, indicator, initial_point: dict | None = None,
                           seed: int = 0) -> tuple[Variable | None, str]:
     """The continuous variable whose element ``j`` the indicator's site ``j`` switches.
@@ -75,23 +97,13 @@ def switched_coefficients(model, indicator, initial_point: dict | None = None,
     """
     if initial_point is None:
         initial_point = model.initial_point()
-    g = model.rvs_to_values.get(indicator, indicator)
-    n = _binary_indicator(model, g, initial_point, "PairedFlip")
-    candidates = [v for v in model.continuous_value_vars
-                  if np.size(initial_point[v.name]) == n]
+    g, n, candidates = _same_size_candidates(model, indicator, initial_point)
     if not candidates:
         return None, f"no continuous variable has the {n} elements of {g.name}"
     rng = np.random.default_rng(seed)
     patterns = rng.integers(0, 2, (PROBE_POINTS // 2, n))
     patterns = np.concatenate([patterns, 1 - patterns])  # every site both on and off
-    points = []
-    for pattern in patterns:
-        point = {name: np.array(value, copy=True) for name, value in initial_point.items()}
-        for v in model.continuous_value_vars:
-            value = initial_point[v.name]
-            point[v.name] = (value + rng.normal(0.0, 1.0, np.shape(value))).astype(value.dtype)
-        point[g.name] = pattern.reshape(np.shape(initial_point[g.name])).astype(g.dtype)
-        points.append(point)
+    points = [_probe_point(model, g, initial_point, pattern, rng) for pattern in patterns]
     for beta in candidates:
         own = model.values_to_rvs[beta]
         others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
@@ -143,22 +155,15 @@ def scaled_coefficients(model, indicator, initial_point: dict | None = None,
     """
     if initial_point is None:
         initial_point = model.initial_point()
-    g = model.rvs_to_values.get(indicator, indicator)
-    n = _binary_indicator(model, g, initial_point, "PairedFlip")
-    candidates = [v for v in model.continuous_value_vars
-                  if np.size(initial_point[v.name]) == n]
+    g, n, candidates = _same_size_candidates(model, indicator, initial_point)
     if not candidates:
         return None, f"no continuous variable has the {n} elements of {g.name}"
     rng = np.random.default_rng(seed)
     shape = np.shape(initial_point[g.name])
     points = []
     for _ in range(max(PROBE_POINTS // 2, 1)):
-        point = {name: np.array(value, copy=True) for name, value in initial_point.items()}
-        for v in model.continuous_value_vars:
-            value = initial_point[v.name]
-            point[v.name] = (value + rng.normal(0.0, 1.0, np.shape(value))).astype(value.dtype)
-        point[g.name] = rng.integers(0, 2, n).reshape(shape).astype(g.dtype)
-        points.append(point)
+        pattern = rng.integers(0, 2, n)
+        points.append(_probe_point(model, g, initial_point, pattern, rng))
     for beta in candidates:
         own = model.values_to_rvs[beta]
         others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
