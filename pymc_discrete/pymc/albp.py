@@ -46,7 +46,11 @@ class ALBP(InformedStep):
         (checked against single-site moves at construction); otherwise the gradient only
         if its single-move proposal agrees with the exact one well enough to pay for the
         exact ratios' measured extra cost (agreement x cost ratio >= 1), else exact
-        ratios. ``proposal_reason`` says what was measured.
+        ratios. ``proposal_reason`` says what was measured. The timings are
+        measured once per model, block and weight in a process and reused by later
+        constructions, so the choice does not change with timing noise between runs of a
+        session; a new process measures again (pass ``"gradient"`` or ``"exact"`` for
+        draws that repeat across sessions whatever the machine's load).
         How the local log-ratios ``log pi(x with site i flipped) - log pi(x)`` are
         obtained. ``"gradient"``: a first-order estimate from one gradient of a continuous
         relaxation of the model (exact for log densities multilinear in the sites, such as

@@ -12,6 +12,8 @@ tuning.
 from __future__ import annotations
 
 import warnings
+import weakref
+from collections.abc import Callable
 
 import numpy as np
 from pymc.step_methods.state import dataclass_state
@@ -26,6 +28,13 @@ from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning
 from pymc_discrete.pymc.validation import check_choice
 
 __all__ = ["InformedStep", "InformedStepState"]
+
+#: model -> {(step class, block, weight, what was timed): the timing}: what
+#: ``proposal="auto"`` measured, reused by a later construction of the same step on the
+#: same model, so that the choice (and so the chain, for a given seed) does not depend
+#: on timing noise within a process (a PyMC session building a step per run, or a
+#: sampler run again with one core and then two)
+_MEASURED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass_state
@@ -88,6 +97,16 @@ class InformedStep(SiteBlockStep):
     #: Metropolis-Hastings steps of each proposal tried by ``proposal="auto"``
     AUTO_TRIAL_STEPS = 25
 
+    def _measured(self, what: tuple, measure: Callable[[], object]):
+        """``measure()``, the first time this step class measures ``what`` on this block
+        of this model with this weight in the process; its remembered result after that
+        (see :data:`_MEASURED`)."""
+        key = (type(self).__name__, tuple(self.var_names), self.weight, what)
+        memo = _MEASURED.setdefault(self.model, {})
+        if key not in memo:
+            memo[key] = measure()
+        return memo[key]
+
     def _choose_between_gradient_and_exact(self) -> None:
         """``proposal="auto"``: keep the gradient's ratios when they are exact, or when
         they accept often enough to pay for the exact ratios' extra cost; else use exact
@@ -125,7 +144,8 @@ class InformedStep(SiteBlockStep):
         finally:
             self._set_other_variables(False, rng)
         x1 = trials[0][2]
-        cost = _seconds_per_call(exact, x1) / max(_seconds_per_call(gradient, x1), 1e-9)
+        cost = self._measured(("cost of an exact call in gradient calls",), lambda: (
+            _seconds_per_call(exact, x1) / max(_seconds_per_call(gradient, x1), 1e-9)))
         # the setting where the gradient does worst against exact ratios decides
         accept_gradient, accept_exact, _ = min(
             trials, key=lambda t: t[0] * cost - t[1]

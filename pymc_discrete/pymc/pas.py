@@ -49,7 +49,11 @@ class PAS(InformedStep):
         ratios are exact for the model (checked against single-site moves at
         construction), the exact proposal evaluates that same gradient at every point of
         the path, which is then exact and cheaper than the model's batched terms.
-        ``proposal_reason`` says what was measured.
+        ``proposal_reason`` says what was measured. The timings are
+        measured once per model, block and weight in a process and reused by later
+        constructions, so the choice does not change with timing noise between runs of a
+        session; a new process measures again (pass ``"gradient"`` or ``"exact"`` for
+        draws that repeat across sessions whatever the machine's load).
         ``"gradient"`` (PAFS): every move of the forward path is scored with the
         first-order expansion of the relaxed log density at x, every move of the reverse
         path with the expansion at y, so a draw costs one logp+gradient call plus
@@ -266,8 +270,11 @@ class PAS(InformedStep):
             for k, perturb in enumerate((False, True)):
                 self._set_other_variables(perturb, rng)
                 start = x0 if starts is None else starts[k]
-                trials.append((self._trial_jumps(gradient, "gradient", start, scale),
-                               self._trial_jumps(exact, "exact", start, scale)))
+                # the trials' jumps are seeded; their timings are remembered
+                trials.append(tuple(
+                    self._measured(("trial", k, name, scale), lambda source=source, name=name:
+                                   self._trial_jumps(source, name, start, scale))
+                    for source, name in ((gradient, "gradient"), (exact, "exact"))))
         finally:
             self._set_other_variables(False, rng)
 

@@ -142,3 +142,34 @@ def test_arwm_needs_no_relaxation():
         pm.Potential("term", pt.switch(pt.eq(g[0], 1), 1.0, 0.0))
         step = pmd.ARWM([g])
     assert step.n_sites == 3
+
+
+def test_auto_measures_its_timings_once_per_model_and_block(monkeypatch):
+    """The choice of ``proposal="auto"`` weighs measured times, which vary between
+    measurements; a second construction of the same step on the same model reuses the
+    first's measurements, so it makes the same choice (and a run repeated with one core
+    and then two gives the same chain). Fake timings differ between the two ALBPs'
+    measurements: the second keeps the first's cost and reason; two PAS steps (timed
+    for real) agree too."""
+    from pymc_discrete.pymc import informed_step
+
+    calls = iter([1.0, 1.0, 1e-6, 1.0] * 4)  # exact call as cheap as a gradient call, then not
+    monkeypatch.setattr(informed_step, "_seconds_per_call", lambda source, x: next(calls))
+    rng = np.random.default_rng(0)
+    data = np.r_[rng.normal(-2, 1, 30), rng.normal(2, 1, 30)]
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal("mu", 0, 3, shape=2, transform=pm.distributions.transforms.ordered,
+                       initval=[-1.0, 1.0])
+        z = pm.Categorical("z", w, shape=data.size)
+        g = pm.Bernoulli("g", 0.4, shape=12)
+        pm.Potential("couple", 0.8 * (g[1:] * g[:-1]).sum())
+        pm.Normal("y", mu[z], 1.0, observed=data)
+    first = pmd.ALBP([z], model=model)
+    second = pmd.ALBP([z], model=model)  # the fake timings now say exact calls are free
+    assert "costs 1.0 gradient calls" in first.proposal_reason
+    assert (second.proposal, second.proposal_reason) == (first.proposal, first.proposal_reason)
+    paths = [pmd.PAS([g], model=model) for _ in range(2)]
+    assert (paths[0].proposal, paths[0].proposal_reason) == (
+        paths[1].proposal, paths[1].proposal_reason)
+    assert "trial steps" in paths[0].proposal_reason
