@@ -62,7 +62,14 @@ from pytensor.tensor.subtensor import (
     unflatten_index_variables,
 )
 
-from pymc_discrete.kernels.gibbs import colour_conditional_table, colour_value_states
+from pymc_discrete.kernels.gibbs import (
+    colour_conditional_table,
+    colour_value_states,
+    site_by_site_states,
+    site_by_site_table,
+)
+from pymc_discrete.pymc.compiled import CompiledRatios
+from pymc_discrete.kernels.gibbs_loop import ColourLayout
 from pymc_discrete.kernels.structure import (
     DependencySuperset,
     StructureMismatch,
@@ -760,6 +767,10 @@ class ExactRatios:
             # checked graph, vectorised, reduces its conditions over the whole batch)
             held_b = pt.broadcast_to(held_b, (batch.shape[0],))
             progress("compiling the batched terms")
+            #: the batched graph, compiled again in NUMBA mode by :meth:`compiled_terms`
+            self._batch_graph = ([batch], [terms_b, held_b])
+            self._compile_kwargs = compile_kwargs
+            self._compiled_terms = None
             self._fn = pm_compile([batch], [terms_b, held_b], **(compile_kwargs or {}))
             self._fn.trust_input = True
             self.checks_held = True
@@ -901,17 +912,48 @@ class ExactRatios:
         }
         return structure
 
+    def compiled_terms(self) -> CompiledRatios:
+        """The batched terms compiled in PyTensor's NUMBA mode, for compiled loops:
+        ``(states, *shared values) -> (terms, checks held)``, the states in the graph's
+        own values (offsets added). Compiled at the first call (seconds: numba compiles
+        the whole graph), then kept."""
+        if self._compiled_terms is None:
+            inputs, outputs = self._batch_graph
+            fn = pm_compile(inputs, outputs, **{**(self._compile_kwargs or {}), "mode": "NUMBA"})
+            fn.trust_input = True
+            self._compiled_terms = CompiledRatios(fn)
+        return self._compiled_terms
+
     @property
     def proven(self) -> bool:
         """Whether the colouring comes from the graph's dependency superset: sites of one
         colour then share no term at any state (else only at the probe points)."""
         return self.setup_report["structure"] == "graph"
 
+    def colour_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sites sorted by colour (stably) and where each colour starts: the sites
+        of colour c are ``order[bounds[c]:bounds[c + 1]]``."""
+        colour = self.structure.colour
+        order = np.argsort(colour, kind="stable").astype(np.int64)
+        bounds = np.searchsorted(colour[order], np.arange(self.structure.n_colours + 1))
+        return order, bounds.astype(np.int64)
+
+    def sweep_layout(self, heat_bath_share: float) -> ColourLayout:
+        """What the compiled Gibbs sweep
+        (:func:`~pymc_discrete.kernels.gibbs_loop.gibbs_sweeps`) needs of this structure,
+        with sites updated by that share of heat-bath draws."""
+        order, bounds = self.colour_order()
+        offsets = np.zeros(0, np.int64) if self.offsets is None else self.offsets
+        return ColourLayout(
+            order, bounds, np.asarray(self.structure.site_ptr, np.int64),
+            np.asarray(self.structure.site_terms, np.int64), self._site_values,
+            self._max_values, offsets, np.zeros(0, dtype=self._dtype), self._rows,
+            self.proven, float(heat_bath_share),
+        )
+
     def colour_sites(self) -> list[np.ndarray]:
         """The sites of every colour, in colour order."""
-        colour = self.structure.colour
-        order = np.argsort(colour, kind="stable")
-        bounds = np.searchsorted(colour[order], np.arange(self.structure.n_colours + 1))
+        order, bounds = self.colour_order()
         return [order[bounds[c] : bounds[c + 1]] for c in range(self.structure.n_colours)]
 
     def block_logp(self, x: np.ndarray) -> float:
@@ -936,26 +978,15 @@ class ExactRatios:
         table = colour_conditional_table(
             terms, self.structure.site_ptr, self.structure.site_terms, sites, x, ks, k
         )
-        return float(terms[0].sum()), table, True
+        return float(terms[0].sum()), table, True  # = row_total(terms, 0)
 
     def _site_by_site_conditionals(self, x, sites, ks, k) -> tuple[float, np.ndarray, bool]:
         """The colour's table from one state per site and value (the log density's change
         summed over every term), flagged as not proven: sites whose moves a check couples
         are not independent, so the caller corrects the joint draw."""
-        rows = [x]
-        for i in sites:
-            for v in range(k):
-                y = x.copy()
-                if v < ks[i]:
-                    y[i] = v
-                rows.append(y)
-        totals = self.batch_terms(np.array(rows)).sum(axis=1)
-        table = np.full((sites.size, k), -np.inf)
-        for j, i in enumerate(sites):
-            for v in range(int(ks[i])):
-                d = totals[1 + j * k + v] - totals[0]
-                table[j, v] = 0.0 if v == x[i] else (d if d > -np.inf else -np.inf)
-        return float(totals[0]), table, False
+        terms = self.batch_terms(site_by_site_states(x, sites, ks, k))
+        logp, table = site_by_site_table(terms, x, sites, ks, k)
+        return logp, table, False
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         s = self.structure

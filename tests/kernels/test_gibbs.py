@@ -9,7 +9,7 @@ import pytest
 from pymc_discrete.kernels.gibbs import (
     HEAT_BATH_SHARE,
     draw_rows,
-    log_normalisers,
+    row_total,
     site_transitions,
 )
 
@@ -24,8 +24,7 @@ def _transition_matrix(log_p: np.ndarray) -> np.ndarray:
             rows.append(np.eye(k)[a])  # an impossible value is never the current one
             continue
         table = (log_p - log_p[a])[None, :]
-        rows.append(site_transitions(table, log_normalisers(table), np.array([a]),
-                                     HEAT_BATH_SHARE)[0])
+        rows.append(site_transitions(table, np.array([a]), HEAT_BATH_SHARE)[0])
     return np.array(rows)
 
 
@@ -57,7 +56,7 @@ def test_detailed_balance_with_the_conditional(seed):
 def test_equal_values_move_more_often_than_a_conditional_draw():
     """Fair coin: heat-bath moves with probability 1/2, the mix with 0.95."""
     table = np.zeros((1, 2))
-    t = site_transitions(table, log_normalisers(table), np.array([1]), HEAT_BATH_SHARE)
+    t = site_transitions(table, np.array([1]), HEAT_BATH_SHARE)
     assert t[0, 0] == pytest.approx(1 - HEAT_BATH_SHARE / 2, abs=1e-15)
 
 
@@ -69,3 +68,40 @@ def test_draw_rows_follows_the_transition_probabilities():
     freq = np.bincount(draws, minlength=3) / n
     se = np.sqrt(t[0] * (1 - t[0]) / n)
     assert (np.abs(freq - t[0]) < 4 * se).all()
+
+
+@pytest.mark.parametrize("d", [-800.0, -30.0, -1.3, 0.0, 0.7, 25.0, 800.0, -np.inf, np.nan])
+@pytest.mark.parametrize("current", [0, 1])
+def test_two_valued_sites_take_the_closed_form_of_the_general_update(d, current):
+    """A binary row goes through a closed form (one exp); the general update of the same
+    site (a third value of probability zero) gives the same probabilities."""
+    table = np.zeros((1, 2))
+    table[0, 1 - current] = d
+    padded = np.concatenate([table, [[-np.inf]]], axis=1)
+    binary = site_transitions(table, np.array([current]), HEAT_BATH_SHARE)[0]
+    general = site_transitions(padded, np.array([current]), HEAT_BATH_SHARE)[0]
+    np.testing.assert_allclose(binary, general[:2], rtol=1e-14, atol=1e-300)
+    assert general[2] == 0.0 and binary.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 255, 1000, 8193, 9900, 100_003])
+def test_row_total_is_numpys_sum_to_the_bit(n):
+    """The compiled sweep sums the terms as numpy does (pairwise), so its log densities
+    equal the Python sweep's exactly."""
+    rng = np.random.default_rng(n)
+    terms = rng.normal(size=(2, n)) * rng.choice([1e-3, 1.0, 1e3], size=(2, n))
+    assert row_total(terms, 1) == terms[1].sum()
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_update_depends_on_differences_of_the_table_only(k):
+    """CollapsedNUTS hands absolute log-probabilities (not 0 at the current value): the
+    transitions must be those of the ratios."""
+    rng = np.random.default_rng(k)
+    table = rng.normal(size=(6, k))
+    current = rng.integers(0, k, 6)
+    ratios = table - table[np.arange(6), current][:, None]
+    np.testing.assert_allclose(site_transitions(table, current, 1.0),
+                               site_transitions(ratios, current, 1.0), rtol=1e-13)
+    np.testing.assert_allclose(site_transitions(table, current, HEAT_BATH_SHARE),
+                               site_transitions(ratios, current, HEAT_BATH_SHARE), rtol=1e-13)

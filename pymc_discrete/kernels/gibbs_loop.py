@@ -1,0 +1,275 @@
+"""Several blocked Gibbs sweeps inside one compiled loop.
+
+:func:`~pymc_discrete.kernels.gibbs.blocked_gibbs_sweep` calls the model's batched terms
+from Python once per colour; here the batched terms are themselves a numba-compiled
+function (the NUMBA-mode build of the PyTensor graph), called from inside the loop, so
+``n_sweeps`` sweeps over every colour cost one call from Python. The chain is exactly the
+one ``blocked_gibbs_sweep`` produces with the same terms and generator: the loop takes the
+chain's ``numpy.random.Generator`` itself (numba draws from its bit generator, the same
+numbers in the same order), builds the same states, calls the same compiled helpers in
+the same order, and sums in the same order (:func:`~pymc_discrete.kernels.gibbs.row_total`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_discrete.kernels.common import StepsInfo, acceptance_probability
+from pymc_discrete.kernels.gibbs import (
+    GibbsState,
+    colour_conditional_table,
+    colour_value_states,
+    draw_rows,
+    transition_logprob,
+    row_total,
+    site_by_site_states,
+    site_by_site_table,
+    site_transitions,
+    update_colour,
+)
+
+__all__ = ["ColourLayout", "gibbs_sweeps", "specialise_gibbs_loop"]
+
+
+class ColourLayout(NamedTuple):
+    """What the compiled sweep needs to know of a block's term structure.
+
+    Attributes
+    ----------
+    colour_order : ndarray of int64, shape (N,)
+        The sites sorted by colour (each colour's sites in increasing order).
+    colour_ptr : ndarray of int64, shape (colours + 1,)
+        The sites of colour c are ``colour_order[colour_ptr[c]:colour_ptr[c + 1]]``.
+    site_ptr, site_terms : ndarray of int64
+        CSR lists of the terms of every site.
+    n_categories : ndarray of int64, shape (N,)
+        Number of values of every site.
+    k : int
+        Largest number of values.
+    offsets : ndarray of int64, shape (N,) or (0,)
+        Added to the site indices before the terms are evaluated (empty: none).
+    like : ndarray, shape (0,)
+        An empty array of the dtype the terms take their states in.
+    rows : int
+        Largest number of states per call of the terms (memory bound; more are chunked).
+    proven : bool
+        Whether the colouring is proven (exact Gibbs updates, else corrected ones).
+    heat_bath_share : float
+        Share of heat-bath draws in each site's update.
+    """
+
+    colour_order: np.ndarray
+    colour_ptr: np.ndarray
+    site_ptr: np.ndarray
+    site_terms: np.ndarray
+    n_categories: np.ndarray
+    k: int
+    offsets: np.ndarray
+    like: np.ndarray
+    rows: int
+    proven: bool
+    heat_bath_share: float
+
+
+# not cached: numba cannot cache a function specialised on another dispatcher
+@numba.njit
+def _terms_at(target, extra, states, offsets, like, rows):
+    """The terms at every row of ``states`` and whether every check held there, with the
+    rows where a check failed set to -inf (as ``ExactRatios.batch_terms``)."""
+    if offsets.size:
+        states = states + offsets
+    typed = states.astype(like.dtype)  # a fresh C-contiguous array
+    n = typed.shape[0]
+    if n <= rows:
+        # whole, not sliced: a slice is typed as a non-contiguous array, for which the
+        # compiled graph is specialised again, with slower code
+        terms, held = target(typed, *extra)
+        terms = np.ascontiguousarray(terms)
+        all_held = _set_failed_rows(terms, held)
+        return terms, all_held
+    terms = np.empty((n, 0))
+    all_held = True
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        part, held = target(np.ascontiguousarray(typed[start:stop]), *extra)
+        part = np.ascontiguousarray(part)
+        all_held = _set_failed_rows(part, held) and all_held
+        if start == 0:
+            terms = np.empty((n, part.shape[1]))
+        terms[start:stop] = part
+    return terms, all_held
+
+
+@numba.njit  # not cached: specialised on the output types of each target
+def _set_failed_rows(terms, held):
+    """Set the rows where a check failed to -inf; whether every check held."""
+    all_held = True
+    for r in range(terms.shape[0]):
+        if not held[r]:
+            all_held = False
+            terms[r, :] = -np.inf
+    return all_held
+
+
+@numba.njit  # not cached, as _terms_at
+def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows):
+    """``ExactRatios.colour_conditionals`` in compiled code."""
+    site_ptr, site_terms, ks, offsets = layout_arrays
+    terms, held = _terms_at(target, extra, colour_value_states(x, sites, ks, k), offsets,
+                            like, rows)
+    if not held:
+        states = site_by_site_states(x, sites, ks, k)
+        terms, _ = _terms_at(target, extra, states, offsets, like, rows)
+        logp, table = site_by_site_table(terms, x, sites, ks, k)
+        return logp, table, False
+    table = colour_conditional_table(terms, site_ptr, site_terms, sites, x, ks, k)
+    return row_total(terms, 0), table, True
+
+
+@numba.njit(cache=True)
+def _gather(x, sites):
+    """``x[sites]`` (numba's fancy indexing is several times slower than this loop)."""
+    out = np.empty(sites.size, x.dtype)
+    for j in range(sites.size):
+        out[j] = x[sites[j]]
+    return out
+
+
+@numba.njit(cache=True)
+def _scatter(x, sites, values):
+    """``x[sites] = values``, as :func:`_gather`."""
+    for j in range(sites.size):
+        x[sites[j]] = values[j]
+
+
+@numba.njit  # not cached, as _terms_at
+def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_arrays, like, k,
+                  rows, proven, heat_bath_share, n_sweeps, rng):
+    x = x.copy()  # the caller's state is left as it was
+    n_colours = colour_ptr.size - 1
+    accept_probs = np.empty(n_sweeps)
+    accepted = np.empty(n_sweeps, np.bool_)
+    proposed = np.zeros(n_sweeps, np.int64)
+    for s in range(n_sweeps):
+        prob_total = 0.0
+        all_accepted = True
+        for c in range(n_colours):
+            sites = colour_order[colour_ptr[c] : colour_ptr[c + 1]]
+            logp_x, table, held = _colour_conditionals(target, extra, x, sites, layout_arrays,
+                                                       like, k, rows)
+            current = _gather(x, sites)
+            if proven and held:
+                drawn, n_changed, delta = update_colour(table, current, rng.random(sites.size),
+                                                        heat_bath_share)
+                if n_changed:
+                    _scatter(x, sites, drawn)
+                logp = logp_x + delta
+                prob_total += 1.0
+                proposed[s] += n_changed
+                continue
+            forward = site_transitions(table, current, heat_bath_share)
+            drawn = draw_rows(forward, rng.random(sites.size), current)
+            n_changed = 0
+            for j in range(sites.size):
+                if drawn[j] != current[j]:
+                    n_changed += 1
+            u = rng.random()
+            if not n_changed:
+                prob_total += 1.0
+                logp = logp_x
+                continue
+            y = x.copy()
+            _scatter(y, sites, drawn)
+            logp_y, table_y, _ = _colour_conditionals(target, extra, y, sites, layout_arrays,
+                                                      like, k, rows)
+            reverse = site_transitions(table_y, drawn, heat_bath_share)
+            log_alpha = (logp_y - logp_x + transition_logprob(reverse, current)
+                         - transition_logprob(forward, drawn))
+            prob = acceptance_probability(log_alpha)
+            prob_total += prob
+            proposed[s] += n_changed
+            if u < prob:
+                x, logp = y, logp_y
+            else:
+                all_accepted = False
+                logp = logp_x
+        accept_probs[s] = prob_total / n_colours
+        accepted[s] = all_accepted
+    return x, logp, accept_probs, accepted, proposed
+
+
+#: ``(states, *shared values) -> (terms, checks held)``, numba-compiled
+CompiledTerms = Callable[..., tuple]
+
+
+def specialise_gibbs_loop(target: CompiledTerms) -> Callable:
+    """The compiled sweep loop with ``target`` built in (a numba function taking another
+    as an argument pays about 20 us a call to type it; this one holds it as a constant,
+    and is compiled at its first call, not cached on disk).
+
+    Parameters
+    ----------
+    target : numba dispatcher
+        ``(states, *extra) -> (terms (rows, M), checks held (rows,))``.
+
+    Returns
+    -------
+    callable
+        The loop, to pass to :func:`gibbs_sweeps`.
+    """
+
+    @numba.njit
+    def gibbs_loop(extra, x, logp, colour_order, colour_ptr, layout_arrays, like, k, rows,
+                   proven, heat_bath_share, n_sweeps, rng):
+        return _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_arrays,
+                             like, k, rows, proven, heat_bath_share, n_sweeps, rng)
+
+    return gibbs_loop
+
+
+def gibbs_sweeps(
+    state: GibbsState,
+    rng: np.random.Generator,
+    n_sweeps: int,
+    loop: Callable,
+    extra: tuple,
+    layout: ColourLayout,
+) -> tuple[GibbsState, StepsInfo]:
+    """``n_sweeps`` sweeps of blocked Gibbs in one compiled loop.
+
+    The same chain as ``n_sweeps`` calls of
+    :func:`~pymc_discrete.kernels.gibbs.blocked_gibbs_sweep` with the conditionals of the
+    same terms and the same generator (module docstring).
+
+    Parameters
+    ----------
+    state : GibbsState
+    rng : numpy.random.Generator
+        The chain's generator; the loop draws from it (and so advances it) directly.
+    n_sweeps : int
+    loop : callable
+        :func:`specialise_gibbs_loop` of the terms.
+    extra : tuple
+        Further arguments of the terms (the shared variables' current values).
+    layout : ColourLayout
+
+    Returns
+    -------
+    new_state : GibbsState
+    info : StepsInfo
+        Per sweep: the mean acceptance probability over the colours, whether every
+        colour's draw was accepted, and the number of sites whose drawn value differed
+        from their current one.
+    """
+    x, logp, probs, accepted, proposed = loop(
+        tuple(extra), np.ascontiguousarray(state.x, dtype=np.int64), float(state.logp),
+        layout.colour_order, layout.colour_ptr,
+        (layout.site_ptr, layout.site_terms, layout.n_categories, layout.offsets),
+        layout.like, int(layout.k), int(layout.rows), bool(layout.proven),
+        float(layout.heat_bath_share), int(n_sweeps), rng,
+    )
+    return GibbsState(x, float(logp)), StepsInfo(probs, accepted, proposed)
