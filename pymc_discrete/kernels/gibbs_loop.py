@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from pymc_discrete.kernels.common import StepsInfo, acceptance_probability
+from pymc_discrete.kernels.exact_loop import terms_at
 from pymc_discrete.kernels.gibbs import (
     GibbsState,
     colour_conditional_table,
@@ -75,55 +76,15 @@ class ColourLayout(NamedTuple):
     heat_bath_share: float
 
 
-# not cached: numba cannot cache a function specialised on another dispatcher
-@numba.njit
-def _terms_at(target, extra, states, offsets, like, rows):
-    """The terms at every row of ``states`` and whether every check held there, with the
-    rows where a check failed set to -inf (as ``ExactRatios.batch_terms``)."""
-    if offsets.size:
-        states = states + offsets
-    typed = states.astype(like.dtype)  # a fresh C-contiguous array
-    n = typed.shape[0]
-    if n <= rows:
-        # whole, not sliced: a slice is typed as a non-contiguous array, for which the
-        # compiled graph is specialised again, with slower code
-        terms, held = target(typed, *extra)
-        terms = np.ascontiguousarray(terms)
-        all_held = _set_failed_rows(terms, held)
-        return terms, all_held
-    terms = np.empty((n, 0))
-    all_held = True
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
-        part, held = target(np.ascontiguousarray(typed[start:stop]), *extra)
-        part = np.ascontiguousarray(part)
-        all_held = _set_failed_rows(part, held) and all_held
-        if start == 0:
-            terms = np.empty((n, part.shape[1]))
-        terms[start:stop] = part
-    return terms, all_held
-
-
-@numba.njit  # not cached: specialised on the output types of each target
-def _set_failed_rows(terms, held):
-    """Set the rows where a check failed to -inf; whether every check held."""
-    all_held = True
-    for r in range(terms.shape[0]):
-        if not held[r]:
-            all_held = False
-            terms[r, :] = -np.inf
-    return all_held
-
-
-@numba.njit  # not cached, as _terms_at
+@numba.njit  # not cached, as terms_at
 def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows):
     """``ExactRatios.colour_conditionals`` in compiled code."""
     site_ptr, site_terms, ks, offsets = layout_arrays
-    terms, held = _terms_at(target, extra, colour_value_states(x, sites, ks, k), offsets,
+    terms, held = terms_at(target, extra, colour_value_states(x, sites, ks, k), offsets,
                             like, rows)
     if not held:
         states = site_by_site_states(x, sites, ks, k)
-        terms, _ = _terms_at(target, extra, states, offsets, like, rows)
+        terms, _ = terms_at(target, extra, states, offsets, like, rows)
         logp, table = site_by_site_table(terms, x, sites, ks, k)
         return logp, table, False
     table = colour_conditional_table(terms, site_ptr, site_terms, sites, x, ks, k)
@@ -146,7 +107,7 @@ def _scatter(x, sites, values):
         x[sites[j]] = values[j]
 
 
-@numba.njit  # not cached, as _terms_at
+@numba.njit  # not cached, as terms_at
 def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_arrays, like, k,
                   rows, proven, heat_bath_share, n_sweeps, rng):
     x = x.copy()  # the caller's state is left as it was

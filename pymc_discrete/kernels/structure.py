@@ -649,10 +649,19 @@ def _grouped(batch_terms, probes, rows_per_call, ks, moves, superset, n_checks, 
 
 def colour_states(x: np.ndarray, structure: TermStructure) -> np.ndarray:
     """``x`` followed by ``x`` with each colour class flipped: shape (colours + 1, N)."""
-    states = np.repeat(x[None, :], structure.n_colours + 1, axis=0)
-    rows = structure.colour + 1
-    sites = np.arange(x.size)
-    states[rows, sites] = 1 - x
+    return binary_colour_states(x, structure.colour, structure.n_colours)
+
+
+@njit_cached
+def binary_colour_states(x: np.ndarray, colour: np.ndarray, n_colours: int) -> np.ndarray:
+    """:func:`colour_states` from the colour of every site (compiled code can call it)."""
+    n = x.size
+    states = np.empty((n_colours + 1, n), dtype=x.dtype)
+    for row in range(n_colours + 1):
+        for i in range(n):  # element by element: numba's row assignment is far slower
+            states[row, i] = x[i]
+    for i in range(n):
+        states[colour[i] + 1, i] = 1 - x[i]
     return states
 
 
@@ -699,17 +708,20 @@ def categorical_colour_states(
     """``x``, then for every colour c and value v the state with every site of colour c
     set to v (sites with fewer values, or already at v, unchanged): row ``1 + c K + v``
     with ``K = max(n_categories)``."""
-    return _categorical_colour_states(
+    return categorical_colour_value_states(
         x, structure.colour, structure.n_colours, n_categories, int(n_categories.max())
     )
 
 
 @njit_cached
-def _categorical_colour_states(x, colour, n_colours, n_categories, k):
+def categorical_colour_value_states(x, colour, n_colours, n_categories, k):
+    """:func:`categorical_colour_states` from the colour of every site (compiled code can
+    call it)."""
     n = x.size
     states = np.empty((n_colours * k + 1, n), dtype=x.dtype)
     for row in range(states.shape[0]):
-        states[row] = x
+        for i in range(n):  # element by element: numba's row assignment is far slower
+            states[row, i] = x[i]
     for i in range(n):
         for v in range(n_categories[i]):
             states[1 + colour[i] * k + v, i] = v

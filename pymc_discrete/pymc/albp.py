@@ -74,9 +74,9 @@ class ALBP(InformedStep):
         probabilities one by one.
     compiled_loop : bool
         Run the draw's steps inside one numba-compiled loop that calls the model's log
-        density and gradient compiled by PyTensor in NUMBA mode, instead of a Python
-        loop around a compiled function (``proposal="gradient"``; binary and categorical
-        blocks).
+        density and gradient (or, with exact ratios, its batched elementwise terms)
+        compiled by PyTensor in NUMBA mode, instead of a Python loop around a compiled
+        function (binary and categorical blocks, either proposal).
         The chain is the same as the Python loop's with that function; each step saves
         the Python work between evaluations (several times the evaluation's own cost on
         models of a few thousand sites), at the price of a numba compilation of the
@@ -126,6 +126,7 @@ class ALBP(InformedStep):
     """
 
     name = "albp"
+    _compiled_loop_runs_exact = True
 
     def __init__(
         self,
@@ -147,12 +148,8 @@ class ALBP(InformedStep):
     ) -> None:
         self._choose_proposal(weight, proposal)
         self._exact_source = exact_ratios
-        compiled_loop = check_bool("compiled_loop", compiled_loop)
-        if compiled_loop and self.proposal == "exact":
-            raise ValueError("compiled_loop=True needs the gradient proposal")
-        #: whether the draw's steps run in the numba-compiled loop (False after a
-        #: fallback to exact ratios)
-        self.compiled_loop = compiled_loop
+        #: whether the draw's steps run in the numba-compiled loop
+        self.compiled_loop = check_bool("compiled_loop", compiled_loop)
         super().__init__(
             vars,
             target_accept=target_accept,
@@ -170,11 +167,12 @@ class ALBP(InformedStep):
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         if self._exact_source is not None:
             self._check_prebuilt(self._exact_source)
-        if self.compiled_loop and self.proposal == "auto":
-            self.proposal = "gradient"  # the loop the user asked for runs the gradient
-            self.proposal_reason = "compiled_loop=True runs the gradient proposal"
         self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
-        self.compiled_loop = self.compiled_loop and self.proposal == "gradient"
+
+    def _compile_exact_ratios(self) -> None:
+        super()._compile_exact_ratios()
+        if self.compiled_loop:  # the loop calls their compiled target
+            self._logp_and_ratios = self._exact_source.compiled_target()
 
     def _init_state(self, x: np.ndarray):
         if self.compiled_loop:

@@ -16,6 +16,7 @@ from pytensor.graph.basic import Variable
 from pymc_discrete.pymc.relaxation import relaxed_logp
 
 __all__ = [
+    "CompiledExactRatios",
     "CompiledRatios",
     "compile_gradient_ratios",
     "compile_exact_logp",
@@ -74,6 +75,66 @@ class CompiledRatios:
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         logp_value, ratio_values = self.fn(np.asarray(x, dtype=np.float64))
         return float(logp_value), ratio_values
+
+
+class CompiledExactRatios:
+    """Exact local ratios of a block as a compiled target, for the compiled loops:
+    ``target(x as float64, shared values, layout) -> (logp, ratios)``
+    (:func:`~pymc_discrete.kernels.exact_loop.specialise_exact_target`) on the model's
+    batched terms compiled in NUMBA mode. Built by
+    :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`; the same interface as
+    :class:`CompiledRatios`.
+
+    Parameters
+    ----------
+    terms : CompiledRatios
+        The batched terms ``(states, *shared values) -> (terms, checks held)``.
+    layout : tuple
+        ``(colour, n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)``.
+    binary : bool
+        Whether the block is binary (flip ratios) or categorical (an (N, K) table).
+    """
+
+    def __init__(self, terms: CompiledRatios, layout: tuple, binary: bool) -> None:
+        self.terms = terms
+        self.layout = layout
+        self.binary = binary
+        self._target: tuple | None = None
+        self._specialised: dict = {}
+
+    def __getstate__(self) -> dict:
+        # numba functions specialised on this process's terms are rebuilt after unpickling
+        return {**self.__dict__, "_target": None, "_specialised": {}}
+
+    @property
+    def target(self):
+        """The numba dispatcher ``(x as float64, shared values, layout) -> (logp,
+        ratios)``, built once per process (on the terms' current numba function)."""
+        from pymc_discrete.kernels.exact_loop import specialise_exact_target
+
+        terms = self.terms.target
+        if self._target is None or self._target[0] is not terms:
+            self._target = (terms, specialise_exact_target(terms, self.binary))
+        return self._target[1]
+
+    def specialised(self, factory: Callable) -> Callable:
+        """``factory(self.target)``, built once per process (as
+        :meth:`CompiledRatios.specialised`)."""
+        target = self.target
+        cached = self._specialised.get(factory)
+        if cached is None or cached[0] is not target:
+            cached = (target, factory(target))
+            self._specialised[factory] = cached
+        return cached[1]
+
+    def shared_values(self) -> tuple:
+        """The target's further arguments: the shared variables' current values and the
+        layout."""
+        return (self.terms.shared_values(), self.layout)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        logp, ratios = self.target(np.asarray(x, dtype=np.float64), *self.shared_values())
+        return float(logp), ratios
 
 
 def compile_gradient_ratios(

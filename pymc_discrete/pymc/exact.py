@@ -68,7 +68,7 @@ from pymc_discrete.kernels.gibbs import (
     site_by_site_states,
     site_by_site_table,
 )
-from pymc_discrete.pymc.compiled import CompiledRatios
+from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledRatios
 from pymc_discrete.kernels.gibbs_loop import ColourLayout
 from pymc_discrete.kernels.structure import (
     DependencySuperset,
@@ -771,6 +771,7 @@ class ExactRatios:
             self._batch_graph = ([batch], [terms_b, held_b])
             self._compile_kwargs = compile_kwargs
             self._compiled_terms = None
+            self._compiled_target = None
             self._fn = pm_compile([batch], [terms_b, held_b], **(compile_kwargs or {}))
             self._fn.trust_input = True
             self.checks_held = True
@@ -937,6 +938,23 @@ class ExactRatios:
         order = np.argsort(colour, kind="stable").astype(np.int64)
         bounds = np.searchsorted(colour[order], np.arange(self.structure.n_colours + 1))
         return order, bounds.astype(np.int64)
+
+    def compiled_target(self) -> CompiledExactRatios:
+        """These ratios as a compiled target for the compiled loops (the batched terms
+        compiled in NUMBA mode, :meth:`compiled_terms`): the same numbers as calling this
+        object, to the bit, on the same terms."""
+        if self._compiled_target is None:
+            s = self.structure
+            offsets = np.zeros(0, np.int64) if self.offsets is None else self.offsets
+            layout = (
+                np.asarray(s.colour, np.int64), int(s.n_colours),
+                np.asarray(s.site_ptr, np.int64), np.asarray(s.site_terms, np.int64),
+                self._site_values, self._max_values, offsets,
+                np.zeros(0, dtype=self._dtype), self._rows,
+            )
+            self._compiled_target = CompiledExactRatios(
+                self.compiled_terms(), layout, binary=self.n_categories is None)
+        return self._compiled_target
 
     def sweep_layout(self, heat_bath_share: float) -> ColourLayout:
         """What the compiled Gibbs sweep

@@ -53,6 +53,8 @@ class InformedStep(SiteBlockStep):
     _before_switch: tuple | None = None
     #: exact ratios once compiled (a chain that switches again reuses them)
     _exact_source: ExactRatios | None = None
+    #: whether the step's compiled loop also runs on exact ratios (their compiled target)
+    _compiled_loop_runs_exact = False
 
     def _choose_proposal(self, weight: str, proposal: str) -> None:
         """Check and record the weight function and the source of the local ratios."""
@@ -101,7 +103,8 @@ class InformedStep(SiteBlockStep):
         """``measure()``, the first time this step class measures ``what`` on this block
         of this model with this weight in the process; its remembered result after that
         (see :data:`_MEASURED`)."""
-        key = (type(self).__name__, tuple(self.var_names), self.weight, what)
+        key = (type(self).__name__, tuple(self.var_names), self.weight,
+               getattr(self, "compiled_loop", False), what)
         memo = _MEASURED.setdefault(self.model, {})
         if key not in memo:
             memo[key] = measure()
@@ -136,8 +139,8 @@ class InformedStep(SiteBlockStep):
             for perturb in (False, True):
                 self._set_other_variables(perturb, rng)
                 start, _ = blocked_gibbs_sweep(
-                    GibbsState(x0, 0.0), rng, exact.colour_conditionals,
-                    exact.colour_sites(), exact=True,
+                    GibbsState(x0, 0.0), rng, self._exact_source.colour_conditionals,
+                    self._exact_source.colour_sites(), exact=True,
                 )
                 trials.append((self._trial_acceptance(gradient, "gradient", start.x),
                                self._trial_acceptance(exact, "exact", start.x), start.x))
@@ -317,7 +320,8 @@ class InformedStep(SiteBlockStep):
         if reason is not None:
             self._fall_back_to_exact(reason, stacklevel=6)
         self.proposal = "exact"
-        self.compiled_loop = False
+        self.compiled_loop = (getattr(self, "compiled_loop", False)
+                              and self._compiled_loop_runs_exact)
         self._compile_exact_ratios()
         self.ratios_are_exact = True
         self._state = None

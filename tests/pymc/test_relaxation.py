@@ -18,7 +18,7 @@ from tests.exact import all_states
 def _relaxed_vs_exact(model, names):
     """Relaxed (logp, ratios) and the exact logp and single-flip ratios at every binary
     point of the block, other variables at the initial point."""
-    step = pmd.ALBP([model[n] for n in names], model=model)
+    step = pmd.ALBP([model[n] for n in names], model=model, proposal="gradient")
     point = model.initial_point()
     exact_fn = model.compile_logp()
     sizes = [point[model.rvs_to_values[model[n]].name].size for n in names]

@@ -1,0 +1,109 @@
+"""Exact local log-ratios inside compiled code.
+
+:class:`~pymc_discrete.pymc.exact.ExactRatios` evaluates the model's batched terms from
+Python; here the terms are the NUMBA-mode build of the same PyTensor graph, and the states,
+the terms and the ratios are computed in one compiled function with the signature of a
+compiled gradient target, ``(sites as float64, *extra) -> (log density, ratios)``, so the
+compiled loops of ALBP and PAS run on exact ratios too. The numbers are those of
+``ExactRatios.__call__`` on the same terms, to the bit: the same states, the same compiled
+helpers, and the log density summed as numpy sums (pairwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numba
+import numpy as np
+
+from pymc_discrete.kernels.gibbs import row_total
+from pymc_discrete.kernels.structure import (
+    binary_colour_states,
+    categorical_colour_ratios,
+    categorical_colour_value_states,
+    colour_ratios,
+)
+
+__all__ = ["specialise_exact_target", "terms_at"]
+
+
+# not cached: numba cannot cache a function specialised on another dispatcher
+@numba.njit
+def terms_at(target, extra, states, offsets, like, rows):
+    """The terms at every row of ``states`` and whether every check held there, with the
+    rows where a check failed set to -inf (as ``ExactRatios.batch_terms``)."""
+    if offsets.size:
+        states = states + offsets
+    typed = states.astype(like.dtype)  # a fresh C-contiguous array
+    n = typed.shape[0]
+    if n <= rows:
+        # whole, not sliced: a slice is typed as a non-contiguous array, for which the
+        # compiled graph is specialised again, with slower code
+        terms, held = target(typed, *extra)
+        terms = np.ascontiguousarray(terms)
+        all_held = set_failed_rows(terms, held)
+        return terms, all_held
+    terms = np.empty((n, 0))
+    all_held = True
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        part, held = target(np.ascontiguousarray(typed[start:stop]), *extra)
+        part = np.ascontiguousarray(part)
+        all_held = set_failed_rows(part, held) and all_held
+        if start == 0:
+            terms = np.empty((n, part.shape[1]))
+        terms[start:stop] = part
+    return terms, all_held
+
+
+@numba.njit  # not cached: specialised on the output types of each target
+def set_failed_rows(terms, held):
+    """Set the rows where a check failed to -inf; whether every check held."""
+    all_held = True
+    for r in range(terms.shape[0]):
+        if not held[r]:
+            all_held = False
+            terms[r, :] = -np.inf
+    return all_held
+
+
+def specialise_exact_target(terms: Callable, binary: bool) -> Callable:
+    """A compiled ``(sites as float64, shared values, layout) -> (log density, exact
+    ratios)`` on the batched terms ``terms``: the flip vector of a binary block, the (N, K)
+    table (NaN at the current values, -inf at values a site does not have) of a
+    categorical one.
+
+    Parameters
+    ----------
+    terms : numba dispatcher
+        ``(states, *shared values) -> (terms (rows, M), checks held (rows,))``.
+    binary : bool
+        Whether the block is binary.
+
+    Returns
+    -------
+    numba dispatcher
+        Its ``extra`` arguments are ``(shared values, layout)`` with ``layout = (colour,
+        n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)`` (see
+        :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`).
+    """
+    if binary:
+        @numba.njit
+        def exact_target(y, shared, layout):
+            colour, n_colours, site_ptr, site_terms, _, _, offsets, like, rows = layout
+            x = y.astype(np.int64)
+            values, _ = terms_at(terms, shared, binary_colour_states(x, colour, n_colours),
+                                 offsets, like, rows)
+            return row_total(values, 0), colour_ratios(values, site_ptr, site_terms, colour)
+        return exact_target
+
+    @numba.njit
+    def exact_categorical_target(y, shared, layout):
+        colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
+        x = y.astype(np.int64)
+        states = categorical_colour_value_states(x, colour, n_colours, ks, k)
+        values, _ = terms_at(terms, shared, states, offsets, like, rows)
+        table = categorical_colour_ratios(values, site_ptr, site_terms, colour, x, ks, k)
+        return row_total(values, 0), table
+
+    return exact_categorical_target
