@@ -591,9 +591,17 @@ def draw_path_length(scale: float, rng: np.random.Generator) -> tuple[int, float
     >>> sorted(lengths)
     [1, 2, 3]
     """
-    u = rng.random(4)
+    length, u_accept, seed = path_draw(float(scale), rng.random(4))
+    return int(length), float(u_accept), int(seed)
+
+
+@njit_cached
+def path_draw(scale, u):
+    """:func:`draw_path_length` from its four uniforms ``u`` (shared with the compiled
+    loop of :mod:`~pymc_discrete.kernels.pas_loop`, which draws them with the same
+    generator inside numba): ``(length, u_accept, seed)``."""
     half = probabilistic_round(scale, u[0], _MAX_HALF_LENGTH)
-    return 1 + int(u[1] * (2 * half - 1)), float(u[2]), int(u[3] * 2.0**32)
+    return 1 + np.int64(u[1] * (2 * half - 1)), u[2], np.int64(u[3] * 4294967296.0)
 
 
 def _finish(state: PathState, proposed: PathState, log_q_ratio: float, u_accept: float,

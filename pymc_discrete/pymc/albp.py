@@ -126,7 +126,6 @@ class ALBP(InformedStep):
     """
 
     name = "albp"
-    _compiled_loop_runs_exact = True
 
     def __init__(
         self,
@@ -168,11 +167,6 @@ class ALBP(InformedStep):
         if self._exact_source is not None:
             self._check_prebuilt(self._exact_source)
         self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
-
-    def _compile_exact_ratios(self) -> None:
-        super()._compile_exact_ratios()
-        if self.compiled_loop:  # the loop calls their compiled target
-            self._logp_and_ratios = self._exact_source.compiled_target()
 
     def _init_state(self, x: np.ndarray):
         if self.compiled_loop:

@@ -53,8 +53,6 @@ class InformedStep(SiteBlockStep):
     _before_switch: tuple | None = None
     #: exact ratios once compiled (a chain that switches again reuses them)
     _exact_source: ExactRatios | None = None
-    #: whether the step's compiled loop also runs on exact ratios (their compiled target)
-    _compiled_loop_runs_exact = False
 
     def _choose_proposal(self, weight: str, proposal: str) -> None:
         """Check and record the weight function and the source of the local ratios."""
@@ -208,6 +206,8 @@ class InformedStep(SiteBlockStep):
                 offsets=self.offsets,
             )
         self._logp_and_ratios = self._exact_source
+        if getattr(self, "compiled_loop", False):  # the loop calls their compiled target
+            self._logp_and_ratios = self._exact_source.compiled_target()
 
     def _fall_back_to_exact(self, reason: str, stacklevel: int) -> None:
         """Use exact local ratios from now on, saying why."""
@@ -320,9 +320,7 @@ class InformedStep(SiteBlockStep):
         if reason is not None:
             self._fall_back_to_exact(reason, stacklevel=6)
         self.proposal = "exact"
-        self.compiled_loop = (getattr(self, "compiled_loop", False)
-                              and self._compiled_loop_runs_exact)
-        self._compile_exact_ratios()
+        self._compile_exact_ratios()  # a compiled loop goes on, on their compiled target
         self.ratios_are_exact = True
         self._state = None
 

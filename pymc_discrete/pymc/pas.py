@@ -17,7 +17,13 @@ from pymc_discrete.kernels.pas import (
     pas_step,
     path_length_contrast,
 )
+from pymc_discrete.kernels.pas_loop import (
+    init_compiled_path_state,
+    pas_steps,
+    specialise_pas_loop,
+)
 from pymc_discrete.pymc.informed_step import InformedStep
+from pymc_discrete.pymc.validation import check_bool
 
 __all__ = ["PAS"]
 
@@ -86,6 +92,19 @@ class PAS(InformedStep):
         number in (0, 1) tunes X toward that acceptance rate instead (0.574, the optimum of
         the locally balanced proposal that changes several sites at once, was the
         previous default).
+    compiled_loop : bool
+        Run the draw's steps inside one numba-compiled loop that calls the model's log
+        density and local ratios compiled by PyTensor in NUMBA mode (the relaxation's
+        gradient, or the model's batched elementwise terms for exact ratios), instead of
+        a Python loop around a compiled function: PAFS and PAS, binary and categorical
+        blocks, every proposal (``"auto"`` keeps its choice). The chain is the same, bit
+        for bit, as the Python loop's with that function: the loop draws from the step's
+        generator the numbers the Python steps would. Each step saves the Python work
+        between evaluations of the model (one per step for PAFS, one per move of the
+        path for PAS), at the price of a numba compilation of the model when the step is
+        built and of the loop in each process that samples (about 10 s; the loop is
+        specialised on the model's function, so numba cannot cache it on disk). Best
+        with ``steps_per_draw > 1`` and long runs.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -107,6 +126,8 @@ class PAS(InformedStep):
         Why the gradient proposal was unavailable, if it was.
     ratios_are_exact : bool
         Whether the gradient ratios equal the exact ones at the initial point.
+    compiled_loop : bool
+        Whether the draw's steps run in the compiled loop.
 
     Notes
     -----
@@ -155,6 +176,7 @@ class PAS(InformedStep):
         adapt: bool = True,
         steps_per_draw: int = 1,
         target_accept: float | None = None,
+        compiled_loop: bool = False,
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -162,6 +184,8 @@ class PAS(InformedStep):
         blocked: bool = True,
     ) -> None:
         self._choose_proposal(weight, proposal)
+        #: whether the draw's steps run in the numba-compiled loop
+        self.compiled_loop = check_bool("compiled_loop", compiled_loop)
         self._max_path_length = max_path_length
         #: whether X is tuned for the jump per cost (else toward ``target_accept``)
         self.tunes_for_jumps = target_accept is None
@@ -183,7 +207,7 @@ class PAS(InformedStep):
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
-        self._compile_ratios(compile_kwargs)
+        self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
 
     def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter:
         """The bounds of :class:`SiteBlockStep`; a :class:`PathLengthAdapter` unless an
@@ -223,6 +247,23 @@ class PAS(InformedStep):
         jump, cost and side of X go to the tuner before its acceptance does."""
         observe = (self.tune and self.adapter.tuning
                    and isinstance(self.adapter, PathLengthAdapter))
+        if self.compiled_loop:
+            source = self._logp_and_ratios
+            loop = source.specialised(specialise_pas_loop)
+            state, info = pas_steps(
+                state, scale, self.rng, n_steps, loop, source.shared_values(), self._code,
+                linearised=self.proposal == "gradient",
+            )
+            if observe:
+                # the scale is fixed within the draw and the tuner only accumulates these
+                # until its update after the draw: observing the steps in order after the
+                # loop tunes exactly as observing each after it ran (the Python loop)
+                for prob, distance, length in zip(info.accept_prob.tolist(),
+                                                  info.distance.tolist(),
+                                                  info.n_proposed.tolist()):
+                    self.adapter.observe(prob * distance, self._path_cost(length),
+                                         path_length_contrast(scale, length))
+            return state, StepsInfo(info.accept_prob, info.accepted, info.n_proposed)
         infos = []
         for _ in range(n_steps):
             state, info = self._kernel_step(state, scale)
@@ -260,8 +301,8 @@ class PAS(InformedStep):
             exact, starts = gradient, None
         else:
             self._compile_exact_ratios()
-            exact = self._logp_and_ratios
-            starts = self._conditional_draws(exact, x0)
+            exact = self._logp_and_ratios  # their compiled target with compiled_loop
+            starts = self._conditional_draws(self._exact_source, x0)
         scale = min(self.AUTO_TRIAL_PATH_LENGTH, self._max_scale_for("exact"),
                     self._max_scale_for("gradient"))
         rng = np.random.default_rng(0)
@@ -313,9 +354,10 @@ class PAS(InformedStep):
             self.proposal = saved
 
     def _conditional_draws(self, exact, x0: np.ndarray) -> list[np.ndarray]:
-        """Starts of the trials: a sweep of the exact conditionals from the initial point
-        (rarely typical itself), with the other variables at their initial values and
-        moved around them (as the trials then run)."""
+        """Starts of the trials: a sweep of the exact conditionals of ``exact`` (an
+        :class:`~pymc_discrete.pymc.exact.ExactRatios`) from the initial point (rarely
+        typical itself), with the other variables at their initial values and moved
+        around them (as the trials then run)."""
         from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
 
         rng = np.random.default_rng(0)
@@ -399,6 +441,10 @@ class PAS(InformedStep):
         return upper if self.proposal == "gradient" else min(upper, 32.0)
 
     def _init_state(self, x: np.ndarray):
+        if self.compiled_loop:
+            source = self._logp_and_ratios
+            return init_compiled_path_state(x, source.target, source.shared_values(),
+                                            self._code)
         return init_path_state(x, self._logp_and_ratios, self._code)
 
     def _kernel_step(self, state, scale: float):
