@@ -25,13 +25,14 @@ from pymc_discrete.kernels.gibbs import (
     colour_conditional_table,
     colour_value_states,
     draw_rows,
-    transition_logprob,
     row_total,
     site_by_site_states,
     site_by_site_table,
     site_transitions,
+    transition_logprob,
     update_colour,
 )
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = ["ColourLayout", "gibbs_sweeps", "specialise_gibbs_loop"]
 
@@ -91,7 +92,7 @@ def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows):
     return row_total(terms, 0), table, True
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _gather(x, sites):
     """``x[sites]`` (numba's fancy indexing is several times slower than this loop)."""
     out = np.empty(sites.size, x.dtype)
@@ -100,7 +101,7 @@ def _gather(x, sites):
     return out
 
 
-@numba.njit(cache=True)
+@njit_cached
 def _scatter(x, sites, values):
     """``x[sites] = values``, as :func:`_gather`."""
     for j in range(sites.size):
