@@ -88,8 +88,11 @@ def specialise_exact_target(terms: Callable, binary: bool) -> Callable:
         :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`).
     """
     if binary:
+        # all arguments star-args, as PyTensor's NUMBA-mode functions: the compiled loops
+        # call both kinds of target the same way (through a pointer, arguments packed)
         @numba.njit
-        def exact_target(y, shared, layout):
+        def exact_target(*args):
+            y, shared, layout = args
             colour, n_colours, site_ptr, site_terms, _, _, offsets, like, rows = layout
             x = y.astype(np.int64)
             values, _ = terms_at(terms, shared, binary_colour_states(x, colour, n_colours),
@@ -98,7 +101,8 @@ def specialise_exact_target(terms: Callable, binary: bool) -> Callable:
         return exact_target
 
     @numba.njit
-    def exact_categorical_target(y, shared, layout):
+    def exact_categorical_target(*args):
+        y, shared, layout = args
         colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
         x = y.astype(np.int64)
         states = categorical_colour_value_states(x, colour, n_colours, ks, k)

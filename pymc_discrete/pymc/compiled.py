@@ -23,6 +23,16 @@ __all__ = [
 ]
 
 
+def _built_once(cache: dict, target, factory: Callable, args: tuple) -> Callable:
+    """``factory(target, *args)``, remembered in ``cache`` while ``target`` is the same
+    numba function (a new one after unpickling in another process)."""
+    cached = cache.get(factory)
+    if cached is None or cached[0] is not target:
+        cached = (target, factory(target, *args))
+        cache[factory] = cached
+    return cached[1]
+
+
 class CompiledRatios:
     """``x -> (logp(x), local log-ratios)`` of a block (the flip vector of a binary block,
     the (N, K) table of a categorical one), built with PyTensor's NUMBA mode, so that
@@ -53,15 +63,12 @@ class CompiledRatios:
         # loops specialised on this process's numba function are rebuilt after unpickling
         return {**self.__dict__, "_specialised": {}}
 
-    def specialised(self, factory: Callable) -> Callable:
-        """``factory(self.target)``, built once per process (e.g. a compiled loop with the
-        target built in: :func:`~pymc_discrete.kernels.albp_loop.specialise_albp_loop`)."""
-        target = self.target
-        cached = self._specialised.get(factory)
-        if cached is None or cached[0] is not target:
-            cached = (target, factory(target))
-            self._specialised[factory] = cached
-        return cached[1]
+    def specialised(self, factory: Callable, *args) -> Callable:
+        """``factory(self.target, *args)``, built once per process (e.g. a compiled loop
+        with the target built in:
+        :func:`~pymc_discrete.kernels.albp_loop.specialise_albp_loop`); ``args`` are read
+        at the first call only."""
+        return _built_once(self._specialised, self.target, factory, args)
 
     @property
     def target(self):
@@ -117,15 +124,10 @@ class CompiledExactRatios:
             self._target = (terms, specialise_exact_target(terms, self.binary))
         return self._target[1]
 
-    def specialised(self, factory: Callable) -> Callable:
-        """``factory(self.target)``, built once per process (as
+    def specialised(self, factory: Callable, *args) -> Callable:
+        """``factory(self.target, *args)``, built once per process (as
         :meth:`CompiledRatios.specialised`)."""
-        target = self.target
-        cached = self._specialised.get(factory)
-        if cached is None or cached[0] is not target:
-            cached = (target, factory(target))
-            self._specialised[factory] = cached
-        return cached[1]
+        return _built_once(self._specialised, self.target, factory, args)
 
     def shared_values(self) -> tuple:
         """The target's further arguments: the shared variables' current values and the
