@@ -14,7 +14,6 @@ categorical moves (the target then returns the (N, K) table of local log-ratios)
 
 from __future__ import annotations
 
-import types as pytypes
 from collections.abc import Callable
 
 import numba
@@ -31,11 +30,11 @@ from pymc_discrete.kernels.albp import (
     init_lb_state,
 )
 from pymc_discrete.kernels.common import StepsInfo, metropolis_hastings, number_of_changes
-from pymc_discrete.kernels.jit import njit_cached
+from pymc_discrete.kernels.first_class import FirstClassTarget, calling_first_class
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import rebalanced_weights
 
-__all__ = ["FirstClassTarget", "albp_steps", "first_class_albp_loop", "init_compiled_lb_state",
+__all__ = ["albp_steps", "first_class_albp_loop", "init_compiled_lb_state",
            "specialise_albp_loop", "specialise_albp_categorical_loop"]
 
 
@@ -149,67 +148,12 @@ def _albp_categorical_loop(target, extra, x, logp, table, weights, site_weights,
 #: ``(x as float64, *extra) -> (log density, local log-ratios)``, numba-compiled
 CompiledTarget = Callable[..., tuple]
 
-# The loops again, compiled with the target as a first-class function (a pointer the loop
-# calls): their signature names the target's types, not the target itself, so numba caches
-# them on disk, and a new process (or a new model with the same types) loads them.
-def _calling_first_class(loop) -> Callable:
-    """``loop``'s Python function, compiled again (and cached on disk) with
-    :func:`_evaluate_first_class` in place of :func:`_evaluate`."""
-    func = loop.py_func
-    names = {**func.__globals__, "_evaluate": _evaluate_first_class}
-    copy = pytypes.FunctionType(func.__code__, names, func.__name__, func.__defaults__,
-                                func.__closure__)
-    copy.__qualname__ = func.__qualname__ + "_first_class"
-    return njit_cached(copy)
-
-
-_albp_loop_cached = _calling_first_class(_albp_loop)
-_albp_categorical_loop_cached = _calling_first_class(_albp_categorical_loop)
-
-
-class FirstClassTarget(types.WrapperAddressProtocol):
-    """A compiled target as a first-class function of numba (its address and signature),
-    which compiled code calls through a pointer.
-
-    Parameters
-    ----------
-    target : numba dispatcher
-        ``(x as float64, *extra) -> (log density, ratios)``, a star-args function (as
-        PyTensor's NUMBA-mode functions are).
-    x : ndarray of float64
-        A point, and ``extra`` the further arguments: the target is compiled for their
-        types, the signature the loop calls it with.
-    extra : tuple
-
-    Notes
-    -----
-    The address is valid in this process only; the step rebuilds the object after it is
-    pickled into a worker (:meth:`CompiledRatios.specialised`).
-    """
-
-    def __init__(self, target, x: np.ndarray, extra: tuple) -> None:
-        from numba.experimental.function_type import _get_wrapper_address
-
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        target(x, *extra)  # compiled for these types, if it was not
-        wanted = (numba.typeof(x),) + tuple(numba.typeof(e) for e in extra)
-        for sig in target.nopython_signatures:
-            packed = sig.args[0] if len(sig.args) == 1 else None
-            if isinstance(packed, types.BaseTuple) and tuple(packed.types) == wanted:
-                break
-        else:
-            raise RuntimeError(f"the target has no compiled signature for {wanted}")
-        self._target = target  # keeps the compiled code alive
-        self._signature = sig
-        self._address = _get_wrapper_address(target, sig)
-        # numba's typeof reads this attribute first: no signature built at every call
-        self._numba_type_ = types.FunctionType(sig)
-
-    def __wrapper_address__(self) -> int:
-        return self._address
-
-    def signature(self):
-        return self._signature
+# The loops again, calling the target as a first-class function (a pointer): their
+# signature names the target's types, not the target itself, so numba caches them on disk,
+# and a new process (or a new model with the same types) loads them.
+_albp_loop_cached = calling_first_class(_albp_loop, {"_evaluate": _evaluate_first_class})
+_albp_categorical_loop_cached = calling_first_class(
+    _albp_categorical_loop, {"_evaluate": _evaluate_first_class})
 
 
 def specialise_albp_loop(target: CompiledTarget) -> Callable:
@@ -285,7 +229,7 @@ def first_class_albp_loop(target: CompiledTarget, x: np.ndarray, extra: tuple,
     callable
         The loop, to pass to :func:`albp_steps`.
     """
-    first_class = FirstClassTarget(target, x, tuple(extra))
+    first_class = FirstClassTarget(target, np.asarray(x, dtype=np.float64), tuple(extra))
     loop = _albp_categorical_loop_cached if categorical else _albp_loop_cached
 
     def albp_loop(extra, *args):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from pymc_discrete.kernels.first_class import call_packed, call_target, calling_first_class
 from pymc_discrete.kernels.gibbs import row_total
 from pymc_discrete.kernels.structure import (
     binary_colour_states,
@@ -24,7 +25,7 @@ from pymc_discrete.kernels.structure import (
     colour_ratios,
 )
 
-__all__ = ["specialise_exact_target", "terms_at"]
+__all__ = ["specialise_exact_target", "terms_at", "terms_at_first_class"]
 
 
 # not cached: numba cannot cache a function specialised on another dispatcher
@@ -39,7 +40,7 @@ def terms_at(target, extra, states, offsets, like, rows):
     if n <= rows:
         # whole, not sliced: a slice is typed as a non-contiguous array, for which the
         # compiled graph is specialised again, with slower code
-        terms, held = target(typed, *extra)
+        terms, held = call_target(target, typed, extra)
         terms = np.ascontiguousarray(terms)
         all_held = set_failed_rows(terms, held)
         return terms, all_held
@@ -47,7 +48,7 @@ def terms_at(target, extra, states, offsets, like, rows):
     all_held = True
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        part, held = target(np.ascontiguousarray(typed[start:stop]), *extra)
+        part, held = call_target(target, np.ascontiguousarray(typed[start:stop]), extra)
         part = np.ascontiguousarray(part)
         all_held = set_failed_rows(part, held) and all_held
         if start == 0:
@@ -65,6 +66,10 @@ def set_failed_rows(terms, held):
             all_held = False
             terms[r, :] = -np.inf
     return all_held
+
+
+#: :func:`terms_at` of a first-class target (:mod:`~pymc_discrete.kernels.first_class`)
+terms_at_first_class = calling_first_class(terms_at, {"call_target": call_packed})
 
 
 def specialise_exact_target(terms: Callable, binary: bool) -> Callable:

@@ -19,7 +19,8 @@ import numba
 import numpy as np
 
 from pymc_discrete.kernels.common import StepsInfo, acceptance_probability
-from pymc_discrete.kernels.exact_loop import terms_at
+from pymc_discrete.kernels.exact_loop import terms_at, terms_at_first_class
+from pymc_discrete.kernels.first_class import FirstClassTarget, calling_first_class
 from pymc_discrete.kernels.gibbs import (
     GibbsState,
     colour_conditional_table,
@@ -34,7 +35,7 @@ from pymc_discrete.kernels.gibbs import (
 )
 from pymc_discrete.kernels.jit import njit_cached
 
-__all__ = ["ColourLayout", "gibbs_sweeps", "specialise_gibbs_loop"]
+__all__ = ["ColourLayout", "first_class_gibbs_loop", "gibbs_sweeps", "specialise_gibbs_loop"]
 
 
 class ColourLayout(NamedTuple):
@@ -166,6 +167,41 @@ def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_array
 
 #: ``(states, *shared values) -> (terms, checks held)``, numba-compiled
 CompiledTerms = Callable[..., tuple]
+
+# The loop again, calling the terms as a first-class function (a pointer): cached on disk
+# (:mod:`~pymc_discrete.kernels.first_class`)
+_colour_conditionals_first_class = calling_first_class(
+    _colour_conditionals, {"terms_at": terms_at_first_class})
+_gibbs_sweeps_first_class = calling_first_class(
+    _gibbs_sweeps, {"_colour_conditionals": _colour_conditionals_first_class})
+
+
+def first_class_gibbs_loop(target: CompiledTerms, states: np.ndarray,
+                           extra: tuple) -> Callable:
+    """The compiled sweep loop calling ``target`` through a pointer: the same chain as
+    :func:`specialise_gibbs_loop`'s, from a loop numba caches on disk (compiled once per
+    machine and set of types, not once per process).
+
+    Parameters
+    ----------
+    target : numba dispatcher
+        ``(states, *extra) -> (terms, checks held)``, star-args.
+    states : ndarray
+        States of the dtype the terms take (2-D, C-contiguous), and ``extra`` the further
+        arguments: the signature the loop calls the terms with.
+    extra : tuple
+
+    Returns
+    -------
+    callable
+        The loop, to pass to :func:`gibbs_sweeps`.
+    """
+    first_class = FirstClassTarget(target, np.ascontiguousarray(states), tuple(extra))
+
+    def gibbs_loop(extra, *args):
+        return _gibbs_sweeps_first_class(first_class, extra, *args)
+
+    return gibbs_loop
 
 
 def specialise_gibbs_loop(target: CompiledTerms) -> Callable:

@@ -6,7 +6,7 @@ import numpy as np
 from pymc.step_methods.compound import Competence
 
 from pymc_discrete.kernels.gibbs import HEAT_BATH_SHARE, GibbsState, blocked_gibbs_sweep
-from pymc_discrete.kernels.gibbs_loop import gibbs_sweeps, specialise_gibbs_loop
+from pymc_discrete.kernels.gibbs_loop import first_class_gibbs_loop, gibbs_sweeps
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.validation import check_bool
@@ -51,9 +51,9 @@ class BlockedGibbs(SiteBlockStep):
         batched terms compiled by PyTensor in NUMBA mode, instead of a Python loop over
         the colours around a compiled function. The chain is the same, draw for draw;
         each colour saves the Python work between evaluations, at the price of a numba
-        compilation of the terms (once per step) and of the loop (once per process that
-        samples: the loop is specialised on the model's function, so numba cannot cache
-        it on disk). Default False.
+        compilation of the terms (once per step; PyTensor caches it on disk) and of the
+        loop (it calls the terms through a pointer, so numba caches it on disk: once per
+        machine and set of argument types). Default False.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -169,8 +169,11 @@ class BlockedGibbs(SiteBlockStep):
         if not self.compiled_loop:
             return super()._run_steps(state, scale, n_steps)
         terms = self._exact.compiled_terms()
-        loop = terms.specialised(specialise_gibbs_loop)
-        return gibbs_sweeps(state, self.rng, n_steps, loop, terms.shared_values(), self._layout)
+        extra = terms.shared_values()
+        # the loop calls the terms through a pointer: numba caches it on disk
+        states = np.zeros((2, state.x.size), dtype=self._layout.like.dtype)
+        loop = terms.specialised(first_class_gibbs_loop, states, extra)
+        return gibbs_sweeps(state, self.rng, n_steps, loop, extra, self._layout)
 
     def _stuck(self) -> bool:
         # exact conditionals that never change a site say the posterior is that sharp,

@@ -9,13 +9,13 @@ import pytest
 
 from pymc_discrete.kernels import albp_step, init_lb_state, weight_code
 from pymc_discrete.kernels.albp_loop import (
-    FirstClassTarget,
     albp_steps,
     first_class_albp_loop,
     init_compiled_lb_state,
     specialise_albp_categorical_loop,
     specialise_albp_loop,
 )
+from pymc_discrete.kernels.first_class import FirstClassTarget
 from tests.compiled_targets import make_categorical_target, make_target, potts_table, quadratic
 from tests.exact import albp_matrix, assert_frequencies_match, mixture_matrix, state_index
 
