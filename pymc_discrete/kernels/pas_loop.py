@@ -30,8 +30,9 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from pymc_discrete.kernels.albp_loop import _evaluate
+from pymc_discrete.kernels.albp_loop import _evaluate, _evaluate_first_class
 from pymc_discrete.kernels.common import metropolis_hastings
+from pymc_discrete.kernels.first_class import FirstClassTarget, calling_first_class
 from pymc_discrete.kernels.pas import (
     PathState,
     _linearised_forward,
@@ -52,7 +53,8 @@ from pymc_discrete.kernels.ratios import (
 )
 from pymc_discrete.kernels.sum_tree import tree_from_leaves
 
-__all__ = ["PathStepsInfo", "init_compiled_path_state", "pas_steps", "specialise_pas_loop"]
+__all__ = ["PathStepsInfo", "first_class_pas_loop", "init_compiled_path_state", "pas_steps",
+           "specialise_pas_loop"]
 
 #: ``(x as float64, *extra) -> (log density, local log-ratios)``, numba-compiled
 CompiledTarget = Callable[..., tuple]
@@ -186,6 +188,40 @@ def _pas_loop(target, extra, x, logp, potentials, log_scale, weights, scale, rng
             x, logp, potentials, log_scale, weights = (
                 y, logp_y, potentials_y, log_scale_y, weights_y)
     return x, logp, potentials, log_scale, weights, accept_probs, accepted, lengths, distances
+
+
+# The loop again, calling the target as a first-class function (a pointer): cached on
+# disk (:mod:`~pymc_discrete.kernels.first_class`)
+_state_at_first_class = calling_first_class(_state_at, {"_evaluate": _evaluate_first_class})
+_pas_loop_first_class = calling_first_class(_pas_loop, {
+    "_pafs_proposal": calling_first_class(_pafs_proposal, {"_state_at": _state_at_first_class}),
+    "_pas_proposal": calling_first_class(_pas_proposal, {"_state_at": _state_at_first_class}),
+})
+
+
+def first_class_pas_loop(target: CompiledTarget, x: np.ndarray, extra: tuple) -> Callable:
+    """The compiled PAS/PAFS loop calling ``target`` through a pointer: the same chain as
+    :func:`specialise_pas_loop`'s, from a loop numba caches on disk (compiled once per
+    machine and set of types, not once per process).
+
+    Parameters
+    ----------
+    target : numba dispatcher
+        As for :func:`specialise_pas_loop`, star-args.
+    x, extra
+        A point and the further arguments, for the target's signature.
+
+    Returns
+    -------
+    callable
+        The loop, to pass to :func:`pas_steps`.
+    """
+    first_class = FirstClassTarget(target, np.asarray(x, dtype=np.float64), tuple(extra))
+
+    def pas_loop(extra, *args):
+        return _pas_loop_first_class(first_class, extra, *args)
+
+    return pas_loop
 
 
 def specialise_pas_loop(target: CompiledTarget) -> Callable:

@@ -18,9 +18,9 @@ from pymc_discrete.kernels.pas import (
     path_length_contrast,
 )
 from pymc_discrete.kernels.pas_loop import (
+    first_class_pas_loop,
     init_compiled_path_state,
     pas_steps,
-    specialise_pas_loop,
 )
 from pymc_discrete.pymc.informed_step import InformedStep
 from pymc_discrete.pymc.validation import check_bool
@@ -102,9 +102,9 @@ class PAS(InformedStep):
         generator the numbers the Python steps would. Each step saves the Python work
         between evaluations of the model (one per step for PAFS, one per move of the
         path for PAS), at the price of a numba compilation of the model when the step is
-        built and of the loop in each process that samples (about 10 s; the loop is
-        specialised on the model's function, so numba cannot cache it on disk). Best
-        with ``steps_per_draw > 1`` and long runs.
+        built (PyTensor caches it on disk) and of the loop (it calls the model's function
+        through a pointer, so numba caches it on disk: about 10 s once per machine and
+        set of argument types). Best with ``steps_per_draw > 1`` and long runs.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -249,9 +249,11 @@ class PAS(InformedStep):
                    and isinstance(self.adapter, PathLengthAdapter))
         if self.compiled_loop:
             source = self._logp_and_ratios
-            loop = source.specialised(specialise_pas_loop)
+            extra = source.shared_values()
+            # the loop calls the model's function through a pointer: cached on disk
+            loop = source.specialised(first_class_pas_loop, state.x, extra)
             state, info = pas_steps(
-                state, scale, self.rng, n_steps, loop, source.shared_values(), self._code,
+                state, scale, self.rng, n_steps, loop, extra, self._code,
                 linearised=self.proposal == "gradient",
             )
             if observe:
