@@ -11,13 +11,12 @@ helpers, and the log density summed as numpy sums (pairwise).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numba
 import numpy as np
 
 from pymc_discrete.kernels.first_class import call_packed, call_target, calling_first_class
 from pymc_discrete.kernels.gibbs import row_total
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.structure import (
     binary_colour_states,
     categorical_colour_ratios,
@@ -25,7 +24,8 @@ from pymc_discrete.kernels.structure import (
     colour_ratios,
 )
 
-__all__ = ["specialise_exact_target", "terms_at", "terms_at_first_class"]
+__all__ = ["exact_flip_ratios", "exact_ratio_table", "exact_ratios_from_python", "terms_at",
+           "terms_at_first_class"]
 
 
 # not cached: numba cannot cache a function specialised on another dispatcher
@@ -72,47 +72,46 @@ def set_failed_rows(terms, held):
 terms_at_first_class = calling_first_class(terms_at, {"call_target": call_packed})
 
 
-def specialise_exact_target(terms: Callable, binary: bool) -> Callable:
-    """A compiled ``(sites as float64, shared values, layout) -> (log density, exact
-    ratios)`` on the batched terms ``terms``: the flip vector of a binary block, the (N, K)
-    table (NaN at the current values, -inf at values a site does not have) of a
-    categorical one.
+@njit_cached
+def exact_flip_ratios(*args):
+    """``(sites as float64, terms, shared values, layout) -> (log density, exact flip
+    ratios)`` of a binary block, from the batched terms ``terms`` (a
+    :class:`~pymc_discrete.kernels.first_class.FirstClassTarget` of ``(states, *shared
+    values) -> (terms (rows, M), checks held (rows,))``) with ``layout = (colour,
+    n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)`` (see
+    :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`).
 
-    Parameters
-    ----------
-    terms : numba dispatcher
-        ``(states, *shared values) -> (terms (rows, M), checks held (rows,))``.
-    binary : bool
-        Whether the block is binary.
-
-    Returns
-    -------
-    numba dispatcher
-        Its ``extra`` arguments are ``(shared values, layout)`` with ``layout = (colour,
-        n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)`` (see
-        :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`).
+    Every argument is star-args, as in PyTensor's NUMBA-mode functions, so the compiled
+    loops call both kinds of target alike; the terms come as a pointer, so numba caches
+    this function on disk.
     """
+    y, terms, shared, layout = args
+    colour, n_colours, site_ptr, site_terms, _, _, offsets, like, rows = layout
+    x = y.astype(np.int64)
+    values, _ = terms_at_first_class(terms, shared, binary_colour_states(x, colour, n_colours),
+                                     offsets, like, rows)
+    return row_total(values, 0), colour_ratios(values, site_ptr, site_terms, colour)
+
+
+@njit_cached
+def exact_ratio_table(*args):
+    """:func:`exact_flip_ratios` of a categorical block: the (N, K) table of exact ratios
+    (NaN at the current values, -inf at values a site does not have)."""
+    y, terms, shared, layout = args
+    colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
+    x = y.astype(np.int64)
+    states = categorical_colour_value_states(x, colour, n_colours, ks, k)
+    values, _ = terms_at_first_class(terms, shared, states, offsets, like, rows)
+    table = categorical_colour_ratios(values, site_ptr, site_terms, colour, x, ks, k)
+    return row_total(values, 0), table
+
+
+@njit_cached
+def exact_ratios_from_python(y, terms, shared, layout, binary):
+    """:func:`exact_flip_ratios` or :func:`exact_ratio_table` called from Python: numba
+    types a call of a star-args function from Python several times slower (180 against
+    30 us on a Potts lattice of 100 sites)."""
     if binary:
-        # all arguments star-args, as PyTensor's NUMBA-mode functions: the compiled loops
-        # call both kinds of target the same way (through a pointer, arguments packed)
-        @numba.njit
-        def exact_target(*args):
-            y, shared, layout = args
-            colour, n_colours, site_ptr, site_terms, _, _, offsets, like, rows = layout
-            x = y.astype(np.int64)
-            values, _ = terms_at(terms, shared, binary_colour_states(x, colour, n_colours),
-                                 offsets, like, rows)
-            return row_total(values, 0), colour_ratios(values, site_ptr, site_terms, colour)
-        return exact_target
-
-    @numba.njit
-    def exact_categorical_target(*args):
-        y, shared, layout = args
-        colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
-        x = y.astype(np.int64)
-        states = categorical_colour_value_states(x, colour, n_colours, ks, k)
-        values, _ = terms_at(terms, shared, states, offsets, like, rows)
-        table = categorical_colour_ratios(values, site_ptr, site_terms, colour, x, ks, k)
-        return row_total(values, 0), table
-
-    return exact_categorical_target
+        logp, ratios = exact_flip_ratios(y, terms, shared, layout)
+        return logp, ratios.reshape((-1, 1))
+    return exact_ratio_table(y, terms, shared, layout)

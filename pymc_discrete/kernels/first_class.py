@@ -15,13 +15,20 @@ loop calls ``target((x,) + extra)`` where it would call ``target(x, *extra)``.
 from __future__ import annotations
 
 import types as pytypes
+import warnings
 from collections.abc import Callable
 
 import numba
 import numpy as np
-from numba import types
+from numba import errors, types
 
 from pymc_discrete.kernels.jit import njit_cached
+
+# numba calls its first-class functions experimental and says so when it compiles a call
+# of one: our loops' first compilation on a machine would show it to the user, who can do
+# nothing about it (the chains are checked bit for bit against the Python steps' in tests)
+warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
+                        category=errors.NumbaExperimentalFeatureWarning)
 
 __all__ = ["FirstClassTarget", "call_packed", "call_target", "calling_first_class"]
 

@@ -13,6 +13,7 @@ from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.basic import Variable
 
+from pymc_discrete.kernels.first_class import FirstClassTarget
 from pymc_discrete.pymc.relaxation import relaxed_logp
 
 __all__ = [
@@ -23,12 +24,12 @@ __all__ = [
 ]
 
 
-def _built_once(cache: dict, target, factory: Callable, args: tuple) -> Callable:
-    """``factory(target, *args)``, remembered in ``cache`` while ``target`` is the same
-    numba function (a new one after unpickling in another process)."""
+def _built_once(cache: dict, key, target, factory: Callable, args: tuple) -> Callable:
+    """``factory(target, *args)``, remembered in ``cache`` while ``key`` is the same object
+    (the model's numba function: a new one after unpickling in another process)."""
     cached = cache.get(factory)
-    if cached is None or cached[0] is not target:
-        cached = (target, factory(target, *args))
+    if cached is None or cached[0] is not key:
+        cached = (key, factory(target, *args))
         cache[factory] = cached
     return cached[1]
 
@@ -68,7 +69,7 @@ class CompiledRatios:
         with the target built in:
         :func:`~pymc_discrete.kernels.albp_loop.specialise_albp_loop`); ``args`` are read
         at the first call only."""
-        return _built_once(self._specialised, self.target, factory, args)
+        return _built_once(self._specialised, self.target, self.target, factory, args)
 
     @property
     def target(self):
@@ -86,9 +87,10 @@ class CompiledRatios:
 
 class CompiledExactRatios:
     """Exact local ratios of a block as a compiled target, for the compiled loops:
-    ``target(x as float64, shared values, layout) -> (logp, ratios)``
-    (:func:`~pymc_discrete.kernels.exact_loop.specialise_exact_target`) on the model's
-    batched terms compiled in NUMBA mode. Built by
+    ``target(x as float64, terms, shared values, layout) -> (logp, ratios)``
+    (:func:`~pymc_discrete.kernels.exact_loop.exact_flip_ratios` or
+    :func:`~pymc_discrete.kernels.exact_loop.exact_ratio_table`) on the model's batched
+    terms compiled in NUMBA mode, passed as a pointer. Built by
     :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`; the same interface as
     :class:`CompiledRatios`.
 
@@ -103,40 +105,49 @@ class CompiledExactRatios:
     """
 
     def __init__(self, terms: CompiledRatios, layout: tuple, binary: bool) -> None:
+        from pymc_discrete.kernels.exact_loop import exact_flip_ratios, exact_ratio_table
+
         self.terms = terms
         self.layout = layout
         self.binary = binary
-        self._target: tuple | None = None
+        #: the numba function ``(x, terms, shared values, layout) -> (logp, ratios)``
+        self.target = exact_flip_ratios if binary else exact_ratio_table
+        self._first_class: tuple | None = None
         self._specialised: dict = {}
 
     def __getstate__(self) -> dict:
-        # numba functions specialised on this process's terms are rebuilt after unpickling
-        return {**self.__dict__, "_target": None, "_specialised": {}}
+        # the terms' address and the loops built on it are this process's: rebuilt after
+        # unpickling
+        return {**self.__dict__, "_first_class": None, "_specialised": {}}
 
-    @property
-    def target(self):
-        """The numba dispatcher ``(x as float64, shared values, layout) -> (logp,
-        ratios)``, built once per process (on the terms' current numba function)."""
-        from pymc_discrete.kernels.exact_loop import specialise_exact_target
-
+    def _terms_pointer(self) -> FirstClassTarget:
+        """The terms as a first-class function, built once per process (on the terms'
+        current numba function)."""
         terms = self.terms.target
-        if self._target is None or self._target[0] is not terms:
-            self._target = (terms, specialise_exact_target(terms, self.binary))
-        return self._target[1]
+        if self._first_class is None or self._first_class[0] is not terms:
+            like = self.layout[7]
+            states = np.zeros((2, self.layout[0].size), dtype=like.dtype)
+            pointer = FirstClassTarget(terms, states, self.terms.shared_values())
+            self._first_class = (terms, pointer)
+        return self._first_class[1]
 
     def specialised(self, factory: Callable, *args) -> Callable:
         """``factory(self.target, *args)``, built once per process (as
         :meth:`CompiledRatios.specialised`)."""
-        return _built_once(self._specialised, self.target, factory, args)
+        return _built_once(self._specialised, self._terms_pointer(), self.target, factory,
+                           args)
 
     def shared_values(self) -> tuple:
-        """The target's further arguments: the shared variables' current values and the
-        layout."""
-        return (self.terms.shared_values(), self.layout)
+        """The target's further arguments: the terms (a pointer), the shared variables'
+        current values and the layout."""
+        return (self._terms_pointer(), self.terms.shared_values(), self.layout)
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        logp, ratios = self.target(np.asarray(x, dtype=np.float64), *self.shared_values())
-        return float(logp), ratios
+        from pymc_discrete.kernels.exact_loop import exact_ratios_from_python
+
+        logp, ratios = exact_ratios_from_python(
+            np.asarray(x, dtype=np.float64), *self.shared_values(), self.binary)
+        return float(logp), ratios[:, 0] if self.binary else ratios
 
 
 def compile_gradient_ratios(
