@@ -82,9 +82,9 @@ class ALBP(InformedStep):
         model when the step is built (PyTensor caches it on disk) and of the loop: the
         loop calls the model's function through a pointer, so numba caches it on disk
         too, once per machine and set of argument types (a few seconds the first time,
-        milliseconds after, in any process; about 5 us a draw for the pointer). With
-        exact ratios the function that builds them from the model's terms is compiled
-        in each process (5-15 s). Best with ``steps_per_draw > 1`` and long runs.
+        milliseconds after, in any process; about 5 us a draw for the pointer), and so
+        is the function that builds exact ratios from the model's terms. Best with
+        ``steps_per_draw > 1`` and long runs.
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
