@@ -15,7 +15,14 @@ import numba
 import numpy as np
 
 from pymc_discrete.kernels.first_class import call_packed, call_target, calling_first_class
-from pymc_discrete.kernels.gibbs import row_total
+from pymc_discrete.kernels.gibbs import (
+    failed_colours,
+    patch_site_ratios,
+    row_total,
+    site_by_site_states,
+    site_by_site_table,
+    sites_of_colour,
+)
 from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.structure import (
     binary_colour_states,
@@ -86,11 +93,31 @@ def exact_flip_ratios(*args):
     this function on disk.
     """
     y, terms, shared, layout = args
-    colour, n_colours, site_ptr, site_terms, _, _, offsets, like, rows = layout
+    colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
     x = y.astype(np.int64)
-    values, _ = terms_at_first_class(terms, shared, binary_colour_states(x, colour, n_colours),
-                                     offsets, like, rows)
-    return row_total(values, 0), colour_ratios(values, site_ptr, site_terms, colour)
+    values, held = terms_at_first_class(terms, shared,
+                                        binary_colour_states(x, colour, n_colours),
+                                        offsets, like, rows)
+    ratios = colour_ratios(values, site_ptr, site_terms, colour)
+    if not held:
+        _site_by_site_where_failed(ratios, values, x, terms, shared, layout, 1)
+    return row_total(values, 0), ratios
+
+
+@njit_cached
+def _site_by_site_where_failed(ratios, values, x, terms, shared, layout, rows_per_colour):
+    """``ExactRatios.__call__``'s repair where a check failed in a colour's states: that
+    colour's ratios taken site by site (the same helpers, in the same order)."""
+    colour, n_colours, _, _, ks, k, offsets, like, rows = layout
+    if np.all(np.isneginf(values[0])):
+        return  # x itself is impossible: its ratios play no part
+    for c in failed_colours(values, n_colours, rows_per_colour):
+        sites = sites_of_colour(colour, c)
+        site_values, _ = terms_at_first_class(terms, shared,
+                                              site_by_site_states(x, sites, ks, k),
+                                              offsets, like, rows)
+        _, table = site_by_site_table(site_values, x, sites, ks, k)
+        patch_site_ratios(ratios, table, x, sites)
 
 
 @njit_cached
@@ -101,8 +128,10 @@ def exact_ratio_table(*args):
     colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
     x = y.astype(np.int64)
     states = categorical_colour_value_states(x, colour, n_colours, ks, k)
-    values, _ = terms_at_first_class(terms, shared, states, offsets, like, rows)
+    values, held = terms_at_first_class(terms, shared, states, offsets, like, rows)
     table = categorical_colour_ratios(values, site_ptr, site_terms, colour, x, ks, k)
+    if not held:
+        _site_by_site_where_failed(table, values, x, terms, shared, layout, k)
     return row_total(values, 0), table
 
 

@@ -271,6 +271,55 @@ def site_by_site_table(terms: np.ndarray, x: np.ndarray, sites: np.ndarray,
     return logp, table
 
 
+@njit_cached
+def failed_colours(terms: np.ndarray, n_colours: int, rows_per_colour: int) -> np.ndarray:
+    """The colours whose rows of colour states (row ``1 + c * rows_per_colour + v``) have
+    every term -inf: a parameter check failed there (the batched terms set such rows to
+    -inf), possibly because of another site of the colour than the one a ratio is for, so
+    their ratios must be taken site by site (:func:`site_by_site_states`). A row that is
+    -inf for another reason is only recomputed, exactly, the same way.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> terms = np.array([[0.0, 1.0], [-np.inf, -np.inf], [0.5, 1.0]])
+    >>> failed_colours(terms, 2, 1).tolist()
+    [0]
+    """
+    out = np.zeros(n_colours, np.bool_)
+    for r in range(1, terms.shape[0]):
+        failed = True
+        for m in range(terms.shape[1]):
+            if terms[r, m] > -np.inf:
+                failed = False
+                break
+        if failed:
+            out[(r - 1) // rows_per_colour] = True
+    return np.flatnonzero(out)
+
+
+@njit_cached
+def sites_of_colour(colour: np.ndarray, c: int) -> np.ndarray:
+    """The sites of colour ``c``, in increasing order."""
+    return np.flatnonzero(colour == c)
+
+
+@njit_cached
+def patch_site_ratios(ratios: np.ndarray, table: np.ndarray, x: np.ndarray,
+                      sites: np.ndarray) -> None:
+    """Write the site-by-site table of ``sites`` (:func:`site_by_site_table`) into local
+    ratios: the flip ratio of a binary block (``ratios`` of shape (N,)), or the rows of an
+    (N, K) table with NaN at the current values."""
+    for j in range(sites.size):
+        i = sites[j]
+        if ratios.ndim == 1:
+            ratios.ravel()[i] = table[j, 1 - x[i]]
+        else:
+            for v in range(table.shape[1]):
+                ratios.reshape((ratios.shape[0], -1))[i, v] = (
+                    np.nan if v == x[i] else table[j, v])
+
+
 #: share of heat-bath moves in each site's update (the rest is Metropolised Gibbs)
 HEAT_BATH_SHARE = 0.1
 

@@ -65,8 +65,11 @@ from pytensor.tensor.subtensor import (
 from pymc_discrete.kernels.gibbs import (
     colour_conditional_table,
     colour_value_states,
+    failed_colours,
+    patch_site_ratios,
     site_by_site_states,
     site_by_site_table,
+    sites_of_colour,
 )
 from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledRatios
 from pymc_discrete.kernels.gibbs_loop import ColourLayout
@@ -1017,4 +1020,21 @@ class ExactRatios:
             ratios = categorical_colour_ratios(
                 terms, s.site_ptr, s.site_terms, s.colour, x, ks, int(ks.max())
             )
+        if not self.checks_held and not np.isneginf(terms[0]).all():
+            # a check failed where a whole colour moved, maybe because of another site
+            # than the one a ratio is for: that colour's ratios are taken site by site
+            # (else a site could be kept from ever moving: a reducible chain)
+            x = np.asarray(x, dtype=np.int64)
+            for c in failed_colours(terms, s.n_colours, self._rows_per_colour):
+                sites = sites_of_colour(s.colour, c)
+                site_terms = self.batch_terms(
+                    site_by_site_states(x, sites, self._site_values, self._max_values))
+                _, table = site_by_site_table(site_terms, x, sites, self._site_values,
+                                              self._max_values)
+                patch_site_ratios(ratios, table, x, sites)
         return float(terms[0].sum()), ratios
+
+    @property
+    def _rows_per_colour(self) -> int:
+        """Rows of colour states per colour: 1 (a flip) or K (each value)."""
+        return 1 if self.n_categories is None else self._max_values

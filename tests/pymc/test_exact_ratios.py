@@ -432,3 +432,34 @@ def test_a_dependency_that_shows_at_no_probe_point_is_still_exact():
             y[i] = 1 - y[i]
             flips.append(logp({"x": y}) - logp({"x": x}))
         np.testing.assert_allclose(ratios, flips, rtol=1e-12, atol=1e-12)
+
+
+def _check_shared_by_a_colour() -> pm.Model:
+    """One check guards a vector parameter whose elements depend on z0 and z2, which share
+    no term (one colour): the state flipping the whole colour fails the check because of
+    z0 alone (p > 1), which says nothing of z2."""
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=3, initval=np.zeros(3, dtype=int))
+        p = pt.stack([0.3 + 0.8 * z[0], 0.3 + 0.5 * z[2]])
+        pm.Bernoulli("y", p, observed=np.array([1, 1]))
+        pm.Potential("tie", 0.4 * z[1] * z[0] - 0.7 * z[1] * z[2])
+    return model
+
+
+@pytest.mark.parametrize("step", ["albp", "pas", "albp-compiled", "pas-compiled"])
+def test_exact_ratios_where_a_check_fails_for_a_colour_keep_every_site_movable(step):
+    """Exact ratios read off the colour states gave every site of that colour ratio -inf
+    (z2 = 1 was never proposed: a reducible chain that never left z2 = 0). The colour's
+    ratios are now taken site by site, in the Python and the compiled paths."""
+    from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
+
+    model = _check_shared_by_a_colour()
+    states, probs = enumerate_block(model, ["z"])
+    assert probs[states[:, 2] == 1].sum() > 0.3
+    cls = pmd.ALBP if step.startswith("albp") else pmd.PAS
+    kwargs = {"compiled_loop": True, "steps_per_draw": 2} if step.endswith("compiled") else {}
+    with model:
+        built = cls([model["z"]], proposal="exact", **kwargs)
+        idata = pm.sample(draws=2000, tune=300, chains=2, cores=1, step=[built],
+                          random_seed=5, progressbar=False, compute_convergence_checks=False)
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
