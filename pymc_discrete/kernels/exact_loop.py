@@ -11,10 +11,9 @@ helpers, and the log density summed as numpy sums (pairwise).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from pymc_discrete.kernels.first_class import call_packed, call_target, calling_first_class
+from pymc_discrete.kernels.first_class import call_packed
 from pymc_discrete.kernels.gibbs import (
     failed_colours,
     patch_site_ratios,
@@ -31,15 +30,14 @@ from pymc_discrete.kernels.structure import (
     colour_ratios,
 )
 
-__all__ = ["exact_flip_ratios", "exact_ratio_table", "exact_ratios_from_python", "terms_at",
-           "terms_at_first_class"]
+__all__ = ["exact_flip_ratios", "exact_ratio_table", "exact_ratios_from_python", "terms_at"]
 
 
-# not cached: numba cannot cache a function specialised on another dispatcher
-@numba.njit
+@njit_cached
 def terms_at(target, extra, states, offsets, like, rows):
     """The terms at every row of ``states`` and whether every check held there, with the
-    rows where a check failed set to -inf (as ``ExactRatios.batch_terms``)."""
+    rows where a check failed set to -inf (as ``ExactRatios.batch_terms``); ``target`` is
+    the batched terms as a :class:`~pymc_discrete.kernels.first_class.FirstClassTarget`."""
     if offsets.size:
         states = states + offsets
     typed = states.astype(like.dtype)  # a fresh C-contiguous array
@@ -47,7 +45,7 @@ def terms_at(target, extra, states, offsets, like, rows):
     if n <= rows:
         # whole, not sliced: a slice is typed as a non-contiguous array, for which the
         # compiled graph is specialised again, with slower code
-        terms, held = call_target(target, typed, extra)
+        terms, held = call_packed(target, typed, extra)
         terms = np.ascontiguousarray(terms)
         all_held = set_failed_rows(terms, held)
         return terms, all_held
@@ -55,7 +53,7 @@ def terms_at(target, extra, states, offsets, like, rows):
     all_held = True
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        part, held = call_target(target, np.ascontiguousarray(typed[start:stop]), extra)
+        part, held = call_packed(target, np.ascontiguousarray(typed[start:stop]), extra)
         part = np.ascontiguousarray(part)
         all_held = set_failed_rows(part, held) and all_held
         if start == 0:
@@ -64,7 +62,7 @@ def terms_at(target, extra, states, offsets, like, rows):
     return terms, all_held
 
 
-@numba.njit  # not cached: specialised on the output types of each target
+@njit_cached
 def set_failed_rows(terms, held):
     """Set the rows where a check failed to -inf; whether every check held."""
     all_held = True
@@ -73,10 +71,6 @@ def set_failed_rows(terms, held):
             all_held = False
             terms[r, :] = -np.inf
     return all_held
-
-
-#: :func:`terms_at` of a first-class target (:mod:`~pymc_discrete.kernels.first_class`)
-terms_at_first_class = calling_first_class(terms_at, {"call_target": call_packed})
 
 
 @njit_cached
@@ -95,7 +89,7 @@ def exact_flip_ratios(*args):
     y, terms, shared, layout = args
     colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
     x = y.astype(np.int64)
-    values, held = terms_at_first_class(terms, shared,
+    values, held = terms_at(terms, shared,
                                         binary_colour_states(x, colour, n_colours),
                                         offsets, like, rows)
     ratios = colour_ratios(values, site_ptr, site_terms, colour)
@@ -113,7 +107,7 @@ def _site_by_site_where_failed(ratios, values, x, terms, shared, layout, rows_pe
         return  # x itself is impossible: its ratios play no part
     for c in failed_colours(values, n_colours, rows_per_colour):
         sites = sites_of_colour(colour, c)
-        site_values, _ = terms_at_first_class(terms, shared,
+        site_values, _ = terms_at(terms, shared,
                                               site_by_site_states(x, sites, ks, k),
                                               offsets, like, rows)
         _, table = site_by_site_table(site_values, x, sites, ks, k)
@@ -128,7 +122,7 @@ def exact_ratio_table(*args):
     colour, n_colours, site_ptr, site_terms, ks, k, offsets, like, rows = layout
     x = y.astype(np.int64)
     states = categorical_colour_value_states(x, colour, n_colours, ks, k)
-    values, held = terms_at_first_class(terms, shared, states, offsets, like, rows)
+    values, held = terms_at(terms, shared, states, offsets, like, rows)
     table = categorical_colour_ratios(values, site_ptr, site_terms, colour, x, ks, k)
     if not held:
         _site_by_site_where_failed(table, values, x, terms, shared, layout, k)

@@ -30,7 +30,7 @@ from pymc_discrete.kernels.jit import njit_cached
 warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
                         category=errors.NumbaExperimentalFeatureWarning)
 
-__all__ = ["FirstClassTarget", "call_packed", "call_target", "calling_first_class"]
+__all__ = ["FirstClassTarget", "call_packed", "calling_first_class"]
 
 
 class FirstClassTarget(types.WrapperAddressProtocol):
@@ -100,13 +100,6 @@ def calling_first_class(function, replacements: dict) -> Callable:
                                 func.__closure__)
     copy.__qualname__ = func.__qualname__ + "_first_class"
     return njit_cached(copy)
-
-
-# not cached: numba cannot cache a function taking another by its dispatcher
-@numba.njit
-def call_target(target, x, extra):
-    """``target(x, *extra)`` (a function held directly)."""
-    return target(x, *extra)
 
 
 @njit_cached

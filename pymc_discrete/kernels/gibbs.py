@@ -41,6 +41,7 @@ __all__ = [
     "colour_value_states",
     "colour_conditional_table",
     "HEAT_BATH_SHARE",
+    "corrected_acceptance",
     "row_total",
     "site_by_site_states",
     "site_by_site_table",
@@ -505,6 +506,19 @@ def transition_logprob(transitions: np.ndarray, values: np.ndarray) -> float:
     return total
 
 
+@njit_cached
+def corrected_acceptance(logp_x: float, logp_y: float, forward: np.ndarray,
+                         table_y: np.ndarray, current: np.ndarray, drawn: np.ndarray,
+                         heat_bath_share: float) -> float:
+    """Metropolis-Hastings acceptance probability of a colour's draw from ``current`` to
+    ``drawn`` made with the transitions ``forward``, the reverse move scored with the
+    conditionals ``table_y`` at the proposal (the colouring may have missed a coupling)."""
+    reverse = site_transitions(table_y, drawn, heat_bath_share)
+    log_alpha = (logp_y - logp_x + transition_logprob(reverse, current)
+                 - transition_logprob(forward, drawn))
+    return acceptance_probability(log_alpha)
+
+
 def blocked_gibbs_sweep(
     state: GibbsState,
     rng: np.random.Generator,
@@ -586,11 +600,8 @@ def blocked_gibbs_sweep(
         y = x.copy()
         y[sites] = drawn
         logp_y, table_y, _ = conditionals(y, sites)
-        reverse = site_transitions(table_y, drawn, heat_bath_share)
-        log_alpha = (
-            logp_y - logp_x + transition_logprob(reverse, current) - transition_logprob(forward, drawn)
-        )
-        prob = acceptance_probability(log_alpha)
+        prob = corrected_acceptance(logp_x, logp_y, forward, table_y, current, drawn,
+                                    heat_bath_share)
         prob_total += prob
         n_proposed += n_changed
         if u < prob:

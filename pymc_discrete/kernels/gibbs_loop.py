@@ -15,27 +15,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
-from pymc_discrete.kernels.common import StepsInfo, acceptance_probability
-from pymc_discrete.kernels.exact_loop import terms_at, terms_at_first_class
-from pymc_discrete.kernels.first_class import FirstClassTarget, calling_first_class
+from pymc_discrete.kernels.common import StepsInfo
+from pymc_discrete.kernels.exact_loop import terms_at
+from pymc_discrete.kernels.first_class import FirstClassTarget
 from pymc_discrete.kernels.gibbs import (
     GibbsState,
     colour_conditional_table,
     colour_value_states,
+    corrected_acceptance,
     draw_rows,
     row_total,
     site_by_site_states,
     site_by_site_table,
     site_transitions,
-    transition_logprob,
     update_colour,
 )
 from pymc_discrete.kernels.jit import njit_cached
 
-__all__ = ["ColourLayout", "first_class_gibbs_loop", "gibbs_sweeps", "specialise_gibbs_loop"]
+__all__ = ["ColourLayout", "first_class_gibbs_loop", "gibbs_sweeps"]
 
 
 class ColourLayout(NamedTuple):
@@ -78,7 +77,7 @@ class ColourLayout(NamedTuple):
     heat_bath_share: float
 
 
-@numba.njit  # not cached, as terms_at
+@njit_cached
 def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows):
     """``ExactRatios.colour_conditionals`` in compiled code."""
     site_ptr, site_terms, ks, offsets = layout_arrays
@@ -109,7 +108,7 @@ def _scatter(x, sites, values):
         x[sites[j]] = values[j]
 
 
-@numba.njit  # not cached, as terms_at
+@njit_cached
 def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_arrays, like, k,
                   rows, proven, heat_bath_share, n_sweeps, rng):
     x = x.copy()  # the caller's state is left as it was
@@ -149,10 +148,8 @@ def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_array
             _scatter(y, sites, drawn)
             logp_y, table_y, _ = _colour_conditionals(target, extra, y, sites, layout_arrays,
                                                       like, k, rows)
-            reverse = site_transitions(table_y, drawn, heat_bath_share)
-            log_alpha = (logp_y - logp_x + transition_logprob(reverse, current)
-                         - transition_logprob(forward, drawn))
-            prob = acceptance_probability(log_alpha)
+            prob = corrected_acceptance(logp_x, logp_y, forward, table_y, current, drawn,
+                                        heat_bath_share)
             prob_total += prob
             proposed[s] += n_changed
             if u < prob:
@@ -168,27 +165,21 @@ def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_array
 #: ``(states, *shared values) -> (terms, checks held)``, numba-compiled
 CompiledTerms = Callable[..., tuple]
 
-# The loop again, calling the terms as a first-class function (a pointer): cached on disk
-# (:mod:`~pymc_discrete.kernels.first_class`)
-_colour_conditionals_first_class = calling_first_class(
-    _colour_conditionals, {"terms_at": terms_at_first_class})
-_gibbs_sweeps_first_class = calling_first_class(
-    _gibbs_sweeps, {"_colour_conditionals": _colour_conditionals_first_class})
-
-
-def first_class_gibbs_loop(target: CompiledTerms, states: np.ndarray,
+def first_class_gibbs_loop(target: CompiledTerms, n_sites: int, like: np.ndarray,
                            extra: tuple) -> Callable:
-    """The compiled sweep loop calling ``target`` through a pointer: the same chain as
-    :func:`specialise_gibbs_loop`'s, from a loop numba caches on disk (compiled once per
-    machine and set of types, not once per process).
+    """The compiled sweep loop, calling ``target`` through a pointer
+    (:mod:`~pymc_discrete.kernels.first_class`), so that numba caches it on disk (compiled
+    once per machine and set of types, not once per process).
 
     Parameters
     ----------
     target : numba dispatcher
-        ``(states, *extra) -> (terms, checks held)``, star-args.
-    states : ndarray
-        States of the dtype the terms take (2-D, C-contiguous), and ``extra`` the further
-        arguments: the signature the loop calls the terms with.
+        ``(states, *extra) -> (terms (rows, M), checks held (rows,))``, star-args.
+    n_sites : int
+        Number of sites of a state.
+    like : ndarray
+        An array of the dtype the terms take their states in; with ``extra``, the
+        further arguments, the signature the loop calls the terms with.
     extra : tuple
 
     Returns
@@ -196,35 +187,11 @@ def first_class_gibbs_loop(target: CompiledTerms, states: np.ndarray,
     callable
         The loop, to pass to :func:`gibbs_sweeps`.
     """
-    first_class = FirstClassTarget(target, np.ascontiguousarray(states), tuple(extra))
+    states = np.zeros((2, n_sites), dtype=like.dtype)
+    first_class = FirstClassTarget(target, states, tuple(extra))
 
     def gibbs_loop(extra, *args):
-        return _gibbs_sweeps_first_class(first_class, extra, *args)
-
-    return gibbs_loop
-
-
-def specialise_gibbs_loop(target: CompiledTerms) -> Callable:
-    """The compiled sweep loop with ``target`` built in (a numba function taking another
-    as an argument pays about 20 us a call to type it; this one holds it as a constant,
-    and is compiled at its first call, not cached on disk).
-
-    Parameters
-    ----------
-    target : numba dispatcher
-        ``(states, *extra) -> (terms (rows, M), checks held (rows,))``.
-
-    Returns
-    -------
-    callable
-        The loop, to pass to :func:`gibbs_sweeps`.
-    """
-
-    @numba.njit
-    def gibbs_loop(extra, x, logp, colour_order, colour_ptr, layout_arrays, like, k, rows,
-                   proven, heat_bath_share, n_sweeps, rng):
-        return _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_arrays,
-                             like, k, rows, proven, heat_bath_share, n_sweeps, rng)
+        return _gibbs_sweeps(first_class, extra, *args)
 
     return gibbs_loop
 
@@ -250,7 +217,7 @@ def gibbs_sweeps(
         The chain's generator; the loop draws from it (and so advances it) directly.
     n_sweeps : int
     loop : callable
-        :func:`specialise_gibbs_loop` of the terms.
+        :func:`first_class_gibbs_loop` of the terms.
     extra : tuple
         Further arguments of the terms (the shared variables' current values).
     layout : ColourLayout

@@ -171,8 +171,7 @@ class BlockedGibbs(SiteBlockStep):
         terms = self._exact.compiled_terms()
         extra = terms.shared_values()
         # the loop calls the terms through a pointer: numba caches it on disk
-        states = np.zeros((2, state.x.size), dtype=self._layout.like.dtype)
-        loop = terms.specialised(first_class_gibbs_loop, states, extra)
+        loop = terms.specialised(first_class_gibbs_loop, state.x.size, self._layout.like, extra)
         return gibbs_sweeps(state, self.rng, n_steps, loop, extra, self._layout)
 
     def _stuck(self) -> bool:
