@@ -153,24 +153,61 @@ class Case:
     bar: tuple  # (baseline, factor, ("logp", "site") measured against it)
 
 
+#: labels of the rows that measure the automatic steps per draw and compiled loop: each
+#: step's default against the same step at one step per draw in Python
+ONE_STEP = "1 step per draw in Python"
+AUTO_PAIRS = [(f"{name} default", f"{name}, {ONE_STEP}") for name in ("ALBP", "PAS")]
+
+
+def _defaults_and_one_step() -> list:
+    """ALBP's and PAS's defaults (steps per draw and compiled loop chosen by the step)
+    and the same steps at one step per draw in Python: what the automatic choices gain.
+    The defaults get the budget of 8 steps per draw (the most they choose)."""
+    rows = []
+    for (auto, one), cls in zip(AUTO_PAIRS, (pmd.ALBP, pmd.PAS)):
+        rows.append((auto, lambda m, cls=cls: cls([m["x"]]), 8))
+        rows.append((one, lambda m, cls=cls: cls([m["x"]], steps_per_draw=1,
+                                                  compiled_loop=False), 1))
+    return rows
+
+
 def cases() -> list[Case]:
     return [
         Case("ising", "Ising 50x50 (C2)", lambda: ising_model(50, "C2"), 2, _ising_summaries, [
             ("ALBP (sqrt, compiled loop, 8 steps per draw)",
              lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=8,
                                 compiled_loop=True), 8),
+            *_defaults_and_one_step(),
         ], (PYMC_DEFAULT, 100.0, ("site",))),
         Case("potts", "Potts 30x30, K = 4", lambda: potts_model(**POTTS), POTTS["n_states"],
              _potts_summaries, [
                  ("ALBP (barker, 4 steps per draw)",
                   lambda m: pmd.ALBP([m["x"]], steps_per_draw=4), 4),
+                 *_defaults_and_one_step(),
              ], (NUMPYRO, 10.0, ("logp", "site"))),
         Case("fhmm", "FHMM, L = 200, K = 5 (C2)", lambda: fhmm_model(**FHMM), 2,
              _fhmm_summaries, [
-                 ("ALBP (exact)", lambda m: pmd.ALBP([m["x"]], proposal="exact"), 1),
-                 ("PAS (gradient)", lambda m: pmd.PAS([m["x"]]), 1),
+                 ("ALBP (exact, 1 step per draw in Python)",
+                  lambda m: pmd.ALBP([m["x"]], proposal="exact", steps_per_draw=1,
+                                     compiled_loop=False), 1),
+                 *_defaults_and_one_step(),
              ], (NUMPYRO, 3.0, ("logp", "site"))),
     ]
+
+
+def auto_gains(rows: list) -> str:
+    """One line per step: its default's ESS/s against one step per draw in Python, with
+    the steps per draw the default chose (the ``n_steps`` stat)."""
+    by = {r.label: r for r in rows}
+    parts = []
+    for auto, one in AUTO_PAIRS:
+        if auto in by and one in by:
+            a, b = by[auto].m, by[one].m
+            parts.append(
+                f"{auto} ({by[auto].step}) against {one}: {a.ess_logp_per_s / b.ess_logp_per_s:.1f}x "
+                f"ESS/s of the log density, {a.ess_site_per_s / b.ess_site_per_s:.1f}x on the "
+                f"median site (checks: {'ok' if by[auto].check.ok else 'FAIL'})")
+    return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------------------
@@ -237,7 +274,11 @@ def step_name(step) -> str:
     elif isinstance(step, pmd.BlockedGibbs):
         name += f" ({step.n_colours} colours)"
     elif isinstance(step, pmd.ALBP | pmd.PAS):
-        name += f" ({step.proposal})"
+        name += f" ({step.proposal}" + (", compiled loop)" if step.compiled_loop is True
+                                         else ")")
+    if isinstance(step, pmd.ALBP | pmd.PAS | pmd.BlockedGibbs) and \
+            getattr(step, "_draw_steps", 1) > 1:
+        name += f", {step._draw_steps} steps per draw"
     return name
 
 
@@ -624,7 +665,8 @@ def main(quick: bool = False) -> None:
                 f"{info['numpyro_time']}; its log density "
                 + ("matches PyMC's (up to a constant)" if density is None
                    else f"does NOT match PyMC's: {density}")
-                + f".\n\n{format_rows(rows)}\n\n{bar}"
+                + f".\n\n{format_rows(rows)}\n\n{bar}\n\nAutomatic steps per draw and "
+                f"compiled loop: {auto_gains(rows)}."
             )
         print("  scaling", flush=True)
         table, slopes, notes = scaling(budget)
@@ -646,7 +688,12 @@ def main(quick: bool = False) -> None:
         f"Draws per chain (as many tuning or warm-up iterations before them): NumPyro "
         f"{budget.numpyro} sweeps; PyMC's default {budget.pymc}; pymc-discrete's default "
         f"{budget.gibbs}; ALBP and PAS {budget.mh} M-H steps (k steps per draw: "
-        f"{budget.mh} / k draws); the reference {budget.reference}.")
+        f"{budget.mh} / k draws; the defaults, which choose k after tuning, "
+        f"{budget.mh // 8} draws, with as many tuning draws of one step); the reference "
+        f"{budget.reference}. \"ALBP default\" and \"PAS default\" are `pmd.ALBP()` and "
+        f"`pmd.PAS()` with every option left alone (the steps per draw and the compiled "
+        f"loop chosen by the step; the step column says what they chose on the last "
+        f"chain); beside each, the same step at one step per draw in Python.")
     minutes = (time.perf_counter() - began) / 60
     quick_note = (" With `--quick` the chains are far too short for the checks (or the "
                   "ratios) to mean anything: a smoke test only.") if quick else ""

@@ -239,7 +239,8 @@ def first_class_albp_loop(target: CompiledTarget, x: np.ndarray, extra: tuple,
 
 
 def init_compiled_lb_state(
-    x: np.ndarray, target: CompiledTarget, extra: tuple, code: int
+    x: np.ndarray, target: CompiledTarget, extra: tuple, code: int,
+    source: Callable | None = None,
 ) -> BinaryLBState:
     """The state of a locally balanced chain at ``x``, from a compiled target.
 
@@ -255,13 +256,34 @@ def init_compiled_lb_state(
         variables).
     code : int
         Weight function code (:data:`~pymc_discrete.kernels.weights.WEIGHT_CODES`).
+    source : callable, optional
+        A Python callable ``x -> (logp, ratios)`` running ``target`` itself (e.g. the
+        :class:`~pymc_discrete.pymc.compiled.CompiledRatios` it belongs to). Without it
+        the state is computed by a numba function specialised on ``target``, compiled in
+        every process (about 0.8 s): numba cannot cache it.
 
     Returns
     -------
     BinaryLBState or CategoricalLBState
     """
     x = np.ascontiguousarray(x, dtype=np.int64)
-    return init_lb_state(x, lambda y: _evaluate(target, tuple(extra), y), code)
+    return init_lb_state(x, evaluator(target, extra, source), code)
+
+
+def evaluator(target: CompiledTarget, extra: tuple, source: Callable | None) -> Callable:
+    """``y -> (float logp, C-contiguous float64 ratios)`` of a compiled target: through
+    its Python ``source`` when there is one (the same compiled code, so the same values
+    to the bit, without compiling :func:`_evaluate` for ``target``), else through
+    :func:`_evaluate`."""
+    if source is None:
+        extra = tuple(extra)
+        return lambda y: _evaluate(target, extra, y)
+
+    def evaluate(y: np.ndarray) -> tuple[float, np.ndarray]:
+        logp, ratios = source(y)
+        return _as_float(logp), _as_float64_array(ratios)
+
+    return evaluate
 
 
 def albp_steps(

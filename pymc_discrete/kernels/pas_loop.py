@@ -30,7 +30,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from pymc_discrete.kernels.albp_loop import _evaluate, _evaluate_first_class
+from pymc_discrete.kernels.albp_loop import _evaluate, _evaluate_first_class, evaluator
 from pymc_discrete.kernels.common import metropolis_hastings
 from pymc_discrete.kernels.first_class import FirstClassTarget, calling_first_class
 from pymc_discrete.kernels.pas import (
@@ -255,7 +255,7 @@ def specialise_pas_loop(target: CompiledTarget) -> Callable:
 
 def init_compiled_path_state(
     x: np.ndarray, target: CompiledTarget, extra: tuple, code: int,
-    previous: PathState | None = None,
+    previous: PathState | None = None, source: Callable | None = None,
 ) -> PathState:
     """:func:`~pymc_discrete.kernels.pas.init_path_state` from a compiled target.
 
@@ -271,14 +271,16 @@ def init_compiled_path_state(
         Weight function code.
     previous : PathState, optional
         As in :func:`~pymc_discrete.kernels.pas.init_path_state`.
+    source : callable, optional
+        A Python callable running ``target`` itself: see
+        :func:`~pymc_discrete.kernels.albp_loop.init_compiled_lb_state`.
 
     Returns
     -------
     PathState
     """
     x = np.ascontiguousarray(x, dtype=np.int64)
-    extra = tuple(extra)
-    return init_path_state(x, lambda y: _evaluate(target, extra, y), code, previous=previous)
+    return init_path_state(x, evaluator(target, extra, source), code, previous=previous)
 
 
 def pas_steps(

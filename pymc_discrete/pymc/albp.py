@@ -12,7 +12,7 @@ from pymc_discrete.kernels.albp_loop import (
 )
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.informed_step import InformedStep
-from pymc_discrete.pymc.validation import check_bool
+from pymc_discrete.pymc.validation import check_auto_or_bool
 
 __all__ = ["ALBP"]
 
@@ -63,16 +63,23 @@ class ALBP(InformedStep):
         R at the start of tuning, between 1 and half the number of sites.
     adapt : bool
         Tune R during PyMC's tune phase. If False, R stays ``initial_scale``.
-    steps_per_draw : int
-        Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
+    steps_per_draw : int or "auto"
+        Metropolis-Hastings steps per PyMC draw. Default ``"auto"``: one per tuning draw,
+        then, on a block of at least 1,000 sites, as many (up to 8) as keep a draw's
+        steps changing at most a quarter of the sites on average, judged from what the
+        steps changed in the second half of tuning
+        (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`): PyMC's
+        per-draw cost is then shared by several steps while consecutive draws lose
+        little precision per step; smaller blocks keep one step. The choice depends on
+        the seed, not on timings. The ``n_steps`` stat records it. Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
         of sites proposed, ``jump_distance`` the sites changed over the whole draw. The
         draw's steps share one R; while tuning, the tuner then takes their acceptance
         probabilities one by one.
-    compiled_loop : bool
-        Run the draw's steps inside one numba-compiled loop that calls the model's log
+    compiled_loop : bool or "auto"
+        Run a draw's steps (when it makes more than one) inside one numba-compiled loop that calls the model's log
         density and gradient (or, with exact ratios, its batched elementwise terms)
         compiled by PyTensor in NUMBA mode, instead of a Python loop around a compiled
         function (binary and categorical blocks, either proposal).
@@ -83,8 +90,12 @@ class ALBP(InformedStep):
         loop calls the model's function through a pointer, so numba caches it on disk
         too, once per machine and set of argument types (a few seconds the first time,
         milliseconds after, in any process; about 5 us a draw for the pointer), and so
-        is the function that builds exact ratios from the model's terms. Best with
-        ``steps_per_draw > 1`` and long runs.
+        is the function that builds exact ratios from the model's terms. A draw of one
+        step runs the Python kernel on the same compiled function (the same step, with
+        less overhead). Default ``"auto"``: on for a block of at least 1,000 sites whose
+        log density compiles in PyTensor's NUMBA mode, off otherwise (PyTensor's NUMBA
+        backend covers fewer operations than its C backend: a model it cannot compile
+        runs in Python, and :attr:`loop_reason` says why).
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -96,6 +107,10 @@ class ALBP(InformedStep):
     ----------
     scale : float
         The current R.
+    compiled_loop : bool
+        Whether draws of several steps run in the compiled loop.
+    loop_reason : str
+        Why the compiled loop is on or off (one line).
     proposal : str
         The proposal in use, ``"gradient"`` or ``"exact"`` (after the automatic choice
         or a fallback).
@@ -110,8 +125,8 @@ class ALBP(InformedStep):
     Notes
     -----
     Sampler statistics per draw: ``accept`` (M-H acceptance probability), ``accepted``
-    (1.0 or 0.0), ``scaling`` (R used), ``jump_distance`` (sites changed) and
-    ``n_proposed`` (sites proposed).
+    (1.0 or 0.0), ``scaling`` (R used), ``jump_distance`` (sites changed),
+    ``n_proposed`` (sites proposed) and ``n_steps`` (M-H steps in the draw).
     Every step also reports ``target_accept`` (what the scale is tuned toward, NaN if
     nothing is tuned) and, for PyMC's progress bar, ``mean_accept`` and ``mean_jump``
     (running means over the draws of the phase, tuning then sampling) and ``stalled``
@@ -137,8 +152,8 @@ class ALBP(InformedStep):
         proposal: str = "auto",
         initial_scale: float = 1.0,
         adapt: bool = True,
-        steps_per_draw: int = 1,
-        compiled_loop: bool = False,
+        steps_per_draw: int | str = "auto",
+        compiled_loop: bool | str = "auto",
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -148,8 +163,8 @@ class ALBP(InformedStep):
     ) -> None:
         self._choose_proposal(weight, proposal)
         self._exact_source = exact_ratios
-        #: whether the draw's steps run in the numba-compiled loop
-        self.compiled_loop = check_bool("compiled_loop", compiled_loop)
+        #: whether draws of several steps run in the numba-compiled loop
+        self.compiled_loop = check_auto_or_bool("compiled_loop", compiled_loop)
         super().__init__(
             vars,
             target_accept=target_accept,
@@ -167,19 +182,22 @@ class ALBP(InformedStep):
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         if self._exact_source is not None:
             self._check_prebuilt(self._exact_source)
-        self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
+        self._compile_ratios_and_loop(compile_kwargs)
 
     def _init_state(self, x: np.ndarray):
         if self.compiled_loop:
             ratios = self._logp_and_ratios
-            return init_compiled_lb_state(x, ratios.target, ratios.shared_values(), self._code)
+            return init_compiled_lb_state(x, ratios.target, ratios.shared_values(), self._code,
+                                          source=ratios)
         return init_lb_state(x, self._logp_and_ratios, self._code)
 
     def _kernel_step(self, state, scale: float):
         return albp_step(state, scale, self.rng, self._logp_and_ratios, self._code)
 
     def _run_steps(self, state, scale: float, n_steps: int):
-        if not self.compiled_loop:
+        if not self.compiled_loop or n_steps == 1:
+            # one step: the Python kernel on the same compiled function gives the same
+            # step, and costs less than entering the loop
             return super()._run_steps(state, scale, n_steps)
         ratios = self._logp_and_ratios
         extra = ratios.shared_values()

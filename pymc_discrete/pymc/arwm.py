@@ -30,8 +30,15 @@ class ARWM(SiteBlockStep):
         R at the start of tuning.
     adapt : bool
         Tune R during PyMC's tune phase.
-    steps_per_draw : int
-        Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
+    steps_per_draw : int or "auto"
+        Metropolis-Hastings steps per PyMC draw. Default ``"auto"``: one per tuning draw,
+        then, on a block of at least 1,000 sites, as many (up to 8) as keep a draw's
+        steps changing at most a quarter of the sites on average, judged from what the
+        steps changed in the second half of tuning
+        (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`): PyMC's
+        per-draw cost is then shared by several steps while consecutive draws lose
+        little precision per step; smaller blocks keep one step. The choice depends on
+        the seed, not on timings. The ``n_steps`` stat records it. Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
@@ -62,7 +69,7 @@ class ARWM(SiteBlockStep):
         target_accept: float = 0.234,
         initial_scale: float = 1.0,
         adapt: bool = True,
-        steps_per_draw: int = 1,
+        steps_per_draw: int | str = "auto",
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,

@@ -25,14 +25,15 @@ from rich.progress import TextColumn
 from rich.table import Column
 
 from pymc_discrete.adaptation import ScaleAdapter
+from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.pymc.exceptions import TuningWarning
 from pymc_discrete.pymc.validation import (
     SUPPORTED_OPS,
     block_value_vars,
     check_discrete_block,
+    check_auto_or_positive_int,
     check_initial_point,
-    check_positive_int,
     check_unit_interval,
 )
 
@@ -73,6 +74,9 @@ STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
     "mean_accept": (np.float64, []),
     "mean_jump": (np.float64, []),
     "stalled": (np.int64, []),
+    # Metropolis-Hastings steps (sweeps for BlockedGibbs) the draw made: with
+    # steps_per_draw="auto" one per tuning draw, then the number chosen after tuning
+    "n_steps": (np.int64, []),
 }
 
 #: the progress bar marks a chain as failing once this many consecutive draws left its
@@ -109,8 +113,11 @@ class SiteBlockStepState(StepMethodState):
     _state: object
     _shared_seen: list | None
     _resumed_scale: float | None
+    _late_tune_steps: int
+    _late_tune_changes: int
+    _draw_steps: int
     target_accept: float = field(metadata={"frozen": True})
-    steps_per_draw: int = field(metadata={"frozen": True})
+    steps_per_draw: int | str = field(metadata={"frozen": True})
 
 
 class SiteBlockStep(ArrayStepShared):
@@ -124,6 +131,8 @@ class SiteBlockStep(ArrayStepShared):
     stats_dtypes_shapes = STATS_DTYPES_SHAPES
     #: name of the constructor argument that sets the initial scale (for error messages)
     _scale_parameter = "initial_scale"
+    #: name of the constructor argument that sets the steps per draw
+    _steps_parameter = "steps_per_draw"
     _state_class = SiteBlockStepState
 
     def __init__(
@@ -133,7 +142,7 @@ class SiteBlockStep(ArrayStepShared):
         target_accept: float,
         initial_scale: float,
         adapt: bool,
-        steps_per_draw: int,
+        steps_per_draw: int | str,
         model,
         initial_point,
         compile_kwargs: dict | None,
@@ -143,7 +152,9 @@ class SiteBlockStep(ArrayStepShared):
     ) -> None:
         model = modelcontext(model)
         self.target_accept = check_unit_interval("target_accept", target_accept)
-        self.steps_per_draw = check_positive_int("steps_per_draw", steps_per_draw)
+        #: the number of steps per draw asked for (``"auto"``: chosen after tuning,
+        #: :func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`)
+        self.steps_per_draw = check_auto_or_positive_int(self._steps_parameter, steps_per_draw)
         value_vars = block_value_vars(model, vars, type(self).__name__, self.competence)
         if initial_point is None:
             initial_point = model.initial_point()
@@ -170,6 +181,7 @@ class SiteBlockStep(ArrayStepShared):
         )
         self.tune = True
         self._n_tune: int | None = None
+        self._resumed_draw_steps: int | None = None
         self._reset_tuning_record()
         self._reset_progress()
         self._state = None
@@ -290,6 +302,7 @@ class SiteBlockStep(ArrayStepShared):
             )
         self.sampling_state = state
         self._resumed_scale = float(state._tuner["scale"])
+        self._resumed_draw_steps = int(state._draw_steps)
 
     #: settings of the tuner that a restored state must share with the step
     _FROZEN_TUNER_SETTINGS = ("adapt", "target_accept", "lower")
@@ -337,6 +350,14 @@ class SiteBlockStep(ArrayStepShared):
         self._tune_steps = 0  # M-H steps of this chain's tuning
         self._tune_moves = 0  # of which accepted moves (stays excluded)
         self._tune_accept_sum = 0.0  # their acceptance probabilities (stays excluded)
+        # steps of the second half of tuning and the sites their draws changed: what
+        # steps_per_draw="auto" is chosen from
+        self._late_tune_steps = 0
+        self._late_tune_changes = 0
+        if self._n_tune == 0 and self._resumed_draw_steps is not None:
+            self._draw_steps = self._resumed_draw_steps  # a resumed chain's choice
+        else:
+            self._draw_steps = 1 if self.steps_per_draw == "auto" else self.steps_per_draw
 
     def _reset_progress(self) -> None:
         """Restart the running means of the progress bar (a new chain or phase)."""
@@ -363,6 +384,9 @@ class SiteBlockStep(ArrayStepShared):
         self.adapter.stop()
         self.tune = False
         self._reset_progress()
+        if self.steps_per_draw == "auto" and self._n_tune:  # (PyMC stops tuning at draw
+            # 0 of a chain without tuning: a resumed chain keeps its number)
+            self._draw_steps = self._auto_steps_per_draw()
         self._refuse_a_frozen_chain()
         advice = self._stuck_advice()
         if advice is not None and self.adapter.adapt and self.adapter.stuck_below_target():
@@ -374,6 +398,14 @@ class SiteBlockStep(ArrayStepShared):
                 TuningWarning,
                 stacklevel=2,
             )
+
+    def _auto_steps_per_draw(self) -> int:
+        """Steps per draw after tuning, from the sites the late tuning steps changed
+        (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`)."""
+        changed = None
+        if self._late_tune_steps > 0:
+            changed = self._late_tune_changes / self._late_tune_steps
+        return auto_steps_per_draw(self.n_sites, changed)
 
     #: a chain stuck (:meth:`_stuck`) through at least this many tuning steps is refused
     #: (its draws would all be its initial value)
@@ -443,7 +475,8 @@ class SiteBlockStep(ArrayStepShared):
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
         if self.n_sites == 0:  # an empty variable: nothing to sample
             stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
-                     "jump_distance": 0, "n_proposed": 0, "target_accept": self._target_stat}
+                     "jump_distance": 0, "n_proposed": 0, "target_accept": self._target_stat,
+                     "n_steps": 0}
             return q0, [self._with_progress(stats, moved=True)]
         x = np.asarray(q0.data, dtype=np.int64)
         if self._offset:
@@ -460,22 +493,27 @@ class SiteBlockStep(ArrayStepShared):
             if not self._start_checked:
                 self._check_start(x, state.logp)
         start, scale = state.x, self.adapter.scale
-        state, info = self._run_steps(state, scale, self.steps_per_draw)
+        state, info = self._run_steps(state, scale, self._draw_steps)
         self._state = state
+        jump = int(np.count_nonzero(state.x != start))
         if self.tune:
             # one update per draw, at the scale every step of the draw used: updating after
             # each step would move the scale between steps that all ran at the old one,
             # and credit their acceptance to scales they never used
             self.adapter.update(float(info.accept_prob.sum()) / len(info.accept_prob))
             self._record_tuning(info)
+            if self._n_tune is not None and self._phase_draws >= self._n_tune // 2:
+                self._late_tune_steps += len(info.accept_prob)
+                self._late_tune_changes += jump
         n_steps = len(info.accept_prob)
         stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
             "accept": float(info.accept_prob.sum()) / n_steps,
             "accepted": float(info.accepted.sum()) / n_steps,
             "scaling": float(scale),
-            "jump_distance": int(np.count_nonzero(state.x != start)),
+            "jump_distance": jump,
             "n_proposed": int(info.n_proposed.sum()),
             "target_accept": self._target_stat,
+            "n_steps": n_steps,
         }
         stats = self._with_progress(stats, moved=stats["jump_distance"] > 0)
         values = state.x + self.offsets if self._offset else state.x

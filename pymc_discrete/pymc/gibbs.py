@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 from pymc.step_methods.compound import Competence
 
+from pymc_discrete.adaptation.steps_per_draw import LARGE_BLOCK
 from pymc_discrete.kernels.gibbs import HEAT_BATH_SHARE, GibbsState, blocked_gibbs_sweep
 from pymc_discrete.kernels.gibbs_loop import first_class_gibbs_loop, gibbs_sweeps
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.validation import check_bool
+from pymc_discrete.pymc.validation import check_auto_or_bool
 
 __all__ = ["BlockedGibbs"]
 
@@ -39,21 +40,28 @@ class BlockedGibbs(SiteBlockStep):
     vars : list of random variables, optional
         Bernoulli and Categorical variables to sample as one block (default: all free
         variables).
-    sweeps_per_draw : int
-        Sweeps over all colours per PyMC draw (default 1).
+    sweeps_per_draw : int or "auto"
+        Sweeps over all colours per PyMC draw. Default ``"auto"``: one per tuning draw,
+        then the number :func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`
+        gives from the sites the late tuning sweeps changed: one on most models (a sweep
+        redraws every site and changes many), more on a block of at least 1,000 sites
+        where a sweep changes few (a strongly coupled lattice). The ``n_steps`` stat
+        records it.
     heat_bath_share : float
         Share of each site's updates drawn afresh from its conditional (heat bath); the
         rest propose a value other than the current one (Metropolised Gibbs, which moves
         more often). Default 0.1; 1 draws every site afresh (what a collapsed sampler
         needs: :class:`~pymc_discrete.CollapsedNUTS`).
-    compiled_loop : bool
+    compiled_loop : bool or "auto"
         Run the draw's sweeps inside one numba-compiled loop that calls the model's
         batched terms compiled by PyTensor in NUMBA mode, instead of a Python loop over
         the colours around a compiled function. The chain is the same, draw for draw;
         each colour saves the Python work between evaluations, at the price of a numba
         compilation of the terms (once per step; PyTensor caches it on disk) and of the
         loop (it calls the terms through a pointer, so numba caches it on disk: once per
-        machine and set of argument types). Default False.
+        machine and set of argument types). Default ``"auto"``: on for a block of at
+        least 1,000 sites whose terms compile in PyTensor's NUMBA mode, off otherwise
+        (:attr:`loop_reason` says why).
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -68,6 +76,10 @@ class BlockedGibbs(SiteBlockStep):
     proven : bool
         Whether the colouring is proven by the graph (exact Gibbs updates) rather than
         probed (Metropolis-Hastings corrected updates).
+    compiled_loop : bool
+        Whether the sweeps run in the compiled loop.
+    loop_reason : str
+        Why the compiled loop is on or off (one line).
 
     Notes
     -----
@@ -75,7 +87,7 @@ class BlockedGibbs(SiteBlockStep):
     probability over the colours: 1 for exact updates), ``accepted`` (whether every
     colour's draw was accepted), ``scaling`` (the number of colours), ``n_proposed``
     (sites whose drawn value differed from the current one) and ``jump_distance``
-    (sites changed by the draw).
+    (sites changed by the draw), ``n_steps`` (sweeps in the draw).
     Every step also reports ``target_accept`` (what the scale is tuned toward, NaN if
     nothing is tuned) and, for PyMC's progress bar, ``mean_accept`` and ``mean_jump``
     (running means over the draws of the phase, tuning then sampling) and ``stalled``
@@ -94,15 +106,16 @@ class BlockedGibbs(SiteBlockStep):
     name = "blocked_gibbs"
     _competence_level = Competence.COMPATIBLE  # register() chooses it by structure
     _scale_parameter = "sweeps_per_draw"
+    _steps_parameter = "sweeps_per_draw"
     _scale_bounds_reason = "the number of colours is fixed by the model"
 
     def __init__(
         self,
         vars=None,
         *,
-        sweeps_per_draw: int = 1,
+        sweeps_per_draw: int | str = "auto",
         heat_bath_share: float = HEAT_BATH_SHARE,
-        compiled_loop: bool = False,
+        compiled_loop: bool | str = "auto",
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -114,7 +127,7 @@ class BlockedGibbs(SiteBlockStep):
             raise ValueError(f"heat_bath_share must be in (0, 1], got {heat_bath_share}")
         self.heat_bath_share = float(heat_bath_share)
         #: whether the draw's sweeps run in the numba-compiled loop
-        self.compiled_loop = check_bool("compiled_loop", compiled_loop)
+        self.compiled_loop = check_auto_or_bool("compiled_loop", compiled_loop)
         self._prebuilt = exact_ratios
         super().__init__(
             vars,
@@ -146,9 +159,38 @@ class BlockedGibbs(SiteBlockStep):
         self.n_colours = len(self._colour_sites)
         self.proven = exact.proven
         self._layout = None
-        if self.compiled_loop:
-            exact.compiled_terms()  # compiled with the step, not at its first draw
+        self._resolve_compiled_loop(exact)
+
+    def _resolve_compiled_loop(self, exact: ExactRatios) -> None:
+        """Build the compiled loop when asked for; with ``compiled_loop="auto"``, for a
+        block of at least :data:`LARGE_BLOCK` sites whose terms compile in PyTensor's
+        NUMBA mode (else the sweeps run in Python, saying why in :attr:`loop_reason`)."""
+        asked = self.compiled_loop
+        if asked == "auto" and self.n_sites < LARGE_BLOCK:
+            self.compiled_loop = False
+            self.loop_reason = (f"a block of {self.n_sites} sites (fewer than {LARGE_BLOCK}):"
+                                " the Python between colours is not what a draw costs")
+            return
+        if not asked:
+            self.loop_reason = "compiled_loop=False was asked for"
+            return
+        try:
+            # compiled with the step, not at its first draw
+            terms = exact.compiled_terms()
             self._layout = exact.sweep_layout(self.heat_bath_share)
+            terms.specialised(first_class_gibbs_loop, self.n_sites, self._layout.like,
+                              terms.shared_values())
+        except Exception as err:  # noqa: BLE001 - any failure of the NUMBA build
+            if asked is True:
+                raise
+            self.compiled_loop, self._layout = False, None
+            self.loop_reason = ("the model's terms did not compile in PyTensor's NUMBA mode "
+                                f"({type(err).__name__}: {err}): the sweeps run in Python")
+            return
+        self.compiled_loop = True
+        self.loop_reason = (f"compiled_loop={asked!r}" + (
+            f": a block of {self.n_sites} sites (at least {LARGE_BLOCK}) whose terms "
+            "compile in PyTensor's NUMBA mode" if asked == "auto" else " was asked for"))
 
     def _resolve_initial_scale(self, initial_scale) -> float:
         return float(max(1, self.n_colours))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 from pymc.step_methods.state import dataclass_state
 
+from pymc_discrete.adaptation.steps_per_draw import LARGE_BLOCK
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
 from pymc_discrete.kernels.weights import weight_code
@@ -62,6 +63,54 @@ class InformedStep(SiteBlockStep):
         #: why the proposal in use was chosen (one line)
         self.proposal_reason = f"proposal={proposal!r} was asked for"
         self._code = weight_code(self.weight)
+
+    #: why the compiled loop is on or off (one line)
+    loop_reason: str = ""
+    #: whether ``compiled_loop="auto"`` turned the loop on (it is then turned off, not
+    #: refused, where PyTensor's NUMBA mode cannot compile what the chain needs)
+    _loop_auto = False
+
+    def _compile_ratios_and_loop(self, compile_kwargs: dict | None) -> None:
+        """:meth:`_compile_ratios`, with ``compiled_loop="auto"`` resolved: the loop is
+        on for a block of at least :data:`LARGE_BLOCK` sites when the model's function
+        compiles in PyTensor's NUMBA mode (its coverage of operations is narrower than
+        the C backend's); otherwise the draw's steps run in Python."""
+        if self.compiled_loop != "auto":
+            self.loop_reason = f"compiled_loop={self.compiled_loop} was asked for"
+            self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
+            return
+        if self.n_sites < LARGE_BLOCK:
+            self.compiled_loop = False
+            self.loop_reason = (
+                f"a block of {self.n_sites} sites (fewer than {LARGE_BLOCK}): the Python "
+                "between steps is not what a draw costs"
+            )
+            self._compile_ratios(compile_kwargs, numba_loop=False)
+            return
+        chosen = self.proposal, self.proposal_reason, self.fallback_reason
+        self.compiled_loop = self._loop_auto = True
+        try:
+            self._compile_ratios(compile_kwargs, numba_loop=True)
+        except Exception as err:  # noqa: BLE001 - any failure of the NUMBA build
+            self._loop_off(err)
+            self.proposal, self.proposal_reason, self.fallback_reason = chosen
+            self._compile_ratios(compile_kwargs, numba_loop=False)
+        else:
+            if not self.compiled_loop:  # exact ratios whose terms did not compile
+                return
+            self.loop_reason = (
+                f"a block of {self.n_sites} sites (at least {LARGE_BLOCK}) whose log "
+                "density compiles in PyTensor's NUMBA mode: draws of several steps run "
+                "in the compiled loop"
+            )
+
+    def _loop_off(self, err: Exception) -> None:
+        """Turn off a loop that ``compiled_loop="auto"`` turned on, saying why."""
+        self.compiled_loop = self._loop_auto = False
+        self.loop_reason = (
+            "the model's function did not compile in PyTensor's NUMBA mode "
+            f"({type(err).__name__}: {err}): the draw's steps run in Python"
+        )
 
     def _compile_ratios(self, compile_kwargs: dict | None, numba_loop: bool = False) -> None:
         """Compile ``x -> (logp, local log-ratios)`` for the proposal asked for, falling back
@@ -207,7 +256,15 @@ class InformedStep(SiteBlockStep):
             )
         self._logp_and_ratios = self._exact_source
         if getattr(self, "compiled_loop", False):  # the loop calls their compiled target
-            self._logp_and_ratios = self._exact_source.compiled_target()
+            try:
+                target = self._exact_source.compiled_target()
+                if self._loop_auto:  # numba compiles at the first call: fail here, not later
+                    target(self._sites_of(self._initial_point))
+                self._logp_and_ratios = target
+            except Exception as err:  # noqa: BLE001 - any failure of the NUMBA build
+                if not self._loop_auto:
+                    raise
+                self._loop_off(err)  # a switch to exact ratios during tuning: go on
 
     def _fall_back_to_exact(self, reason: str, stacklevel: int) -> None:
         """Use exact local ratios from now on, saying why."""
@@ -306,7 +363,7 @@ class InformedStep(SiteBlockStep):
         self._on_proposal_changed()
         remaining = self._tuning_updates()
         if remaining is not None:  # the tuner updates once per draw
-            remaining = max(remaining - n_steps // self.steps_per_draw, 1)
+            remaining = max(remaining - n_steps // self._draw_steps, 1)
         self.adapter.start(remaining)
         self._reset_tuning_record()
 

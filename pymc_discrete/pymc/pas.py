@@ -23,7 +23,7 @@ from pymc_discrete.kernels.pas_loop import (
     pas_steps,
 )
 from pymc_discrete.pymc.informed_step import InformedStep
-from pymc_discrete.pymc.validation import check_bool
+from pymc_discrete.pymc.validation import check_auto_or_bool
 
 __all__ = ["PAS"]
 
@@ -75,8 +75,15 @@ class PAS(InformedStep):
     adapt : bool
         Tune X during PyMC's tune phase (windowed dual averaging on log X, the criterion
         below; the value frozen at the end of tuning comes from the last window).
-    steps_per_draw : int
-        Metropolis-Hastings steps per PyMC draw (default 1). Several steps per draw
+    steps_per_draw : int or "auto"
+        Metropolis-Hastings steps per PyMC draw. Default ``"auto"``: one per tuning draw,
+        then, on a block of at least 1,000 sites, as many (up to 8) as keep a draw's
+        steps changing at most a quarter of the sites on average, judged from what the
+        steps changed in the second half of tuning
+        (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`): PyMC's
+        per-draw cost is then shared by several steps while consecutive draws lose
+        little precision per step; smaller blocks keep one step. The choice depends on
+        the seed, not on timings. The ``n_steps`` stat records it. Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
@@ -92,8 +99,8 @@ class PAS(InformedStep):
         number in (0, 1) tunes X toward that acceptance rate instead (0.574, the optimum of
         the locally balanced proposal that changes several sites at once, was the
         previous default).
-    compiled_loop : bool
-        Run the draw's steps inside one numba-compiled loop that calls the model's log
+    compiled_loop : bool or "auto"
+        Run a draw's steps (when it makes more than one) inside one numba-compiled loop that calls the model's log
         density and local ratios compiled by PyTensor in NUMBA mode (the relaxation's
         gradient, or the model's batched elementwise terms for exact ratios), instead of
         a Python loop around a compiled function: PAFS and PAS, binary and categorical
@@ -104,7 +111,10 @@ class PAS(InformedStep):
         path for PAS), at the price of a numba compilation of the model when the step is
         built (PyTensor caches it on disk) and of the loop (it calls the model's function
         through a pointer, so numba caches it on disk: about 10 s once per machine and
-        set of argument types). Best with ``steps_per_draw > 1`` and long runs.
+        set of argument types). A draw of one step runs the Python kernel on the same
+        compiled function. Default ``"auto"``: on for a block of at least 1,000 sites
+        whose log density compiles in PyTensor's NUMBA mode, off otherwise
+        (:attr:`loop_reason` says why).
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
         Passed by ``pm.sample`` when it builds the step itself.
@@ -127,13 +137,16 @@ class PAS(InformedStep):
     ratios_are_exact : bool
         Whether the gradient ratios equal the exact ones at the initial point.
     compiled_loop : bool
-        Whether the draw's steps run in the compiled loop.
+        Whether draws of several steps run in the compiled loop.
+    loop_reason : str
+        Why the compiled loop is on or off (one line).
 
     Notes
     -----
     Sampler statistics per draw: ``accept``, ``accepted``, ``scaling`` (X used),
     ``n_proposed`` (the path length L) and ``jump_distance`` (Hamming distance between
-    the old and the new point; a path may return sites to their values);
+    the old and the new point; a path may return sites to their values), ``n_steps``
+    (M-H steps in the draw);
     ``target_accept`` is NaN unless X is tuned toward an acceptance rate. For PyMC's
     progress bar every step also reports ``mean_accept`` and ``mean_jump`` (running means
     over the draws of the phase, tuning then sampling) and ``stalled`` (consecutive draws
@@ -174,9 +187,9 @@ class PAS(InformedStep):
         path_length: float | None = None,
         max_path_length: float | None = None,
         adapt: bool = True,
-        steps_per_draw: int = 1,
+        steps_per_draw: int | str = "auto",
         target_accept: float | None = None,
-        compiled_loop: bool = False,
+        compiled_loop: bool | str = "auto",
         model=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
@@ -184,8 +197,8 @@ class PAS(InformedStep):
         blocked: bool = True,
     ) -> None:
         self._choose_proposal(weight, proposal)
-        #: whether the draw's steps run in the numba-compiled loop
-        self.compiled_loop = check_bool("compiled_loop", compiled_loop)
+        #: whether draws of several steps run in the numba-compiled loop
+        self.compiled_loop = check_auto_or_bool("compiled_loop", compiled_loop)
         self._max_path_length = max_path_length
         #: whether X is tuned for the jump per cost (else toward ``target_accept``)
         self.tunes_for_jumps = target_accept is None
@@ -207,7 +220,7 @@ class PAS(InformedStep):
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
-        self._compile_ratios(compile_kwargs, numba_loop=self.compiled_loop)
+        self._compile_ratios_and_loop(compile_kwargs)
 
     def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter:
         """The bounds of :class:`SiteBlockStep`; a :class:`PathLengthAdapter` unless an
@@ -247,7 +260,7 @@ class PAS(InformedStep):
         jump, cost and side of X go to the tuner before its acceptance does."""
         observe = (self.tune and self.adapter.tuning
                    and isinstance(self.adapter, PathLengthAdapter))
-        if self.compiled_loop:
+        if self.compiled_loop and n_steps > 1:  # one step: the Python kernel, as ALBP
             source = self._logp_and_ratios
             extra = source.shared_values()
             # the loop calls the model's function through a pointer: cached on disk
@@ -446,7 +459,7 @@ class PAS(InformedStep):
         if self.compiled_loop:
             source = self._logp_and_ratios
             return init_compiled_path_state(x, source.target, source.shared_values(),
-                                            self._code)
+                                            self._code, source=source)
         return init_path_state(x, self._logp_and_ratios, self._code)
 
     def _kernel_step(self, state, scale: float):

@@ -22,6 +22,8 @@ __all__ = [
     "MAX_VALUES",
     "SUPPORTED_OPS",
     "block_value_vars",
+    "check_auto_or_bool",
+    "check_auto_or_positive_int",
     "check_bool",
     "check_choice",
     "check_discrete_block",
@@ -50,6 +52,24 @@ def check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     return int(value)
+
+
+def check_auto_or_positive_int(name: str, value: object) -> int | str:
+    """Return ``"auto"``, or ``value`` as an int if it is a whole number >= 1, else raise."""
+    if value == "auto" and isinstance(value, str):
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be 'auto' or a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def check_auto_or_bool(name: str, value: object) -> bool | str:
+    """Return ``"auto"``, or ``value`` if it is a bool (or numpy bool), else raise."""
+    if value == "auto" and isinstance(value, str):
+        return "auto"
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be 'auto', True or False, got {value!r}")
+    return bool(value)
 
 
 def check_unit_interval(name: str, value: float) -> float:

@@ -134,7 +134,7 @@ def test_compiled_loop_same_seed_same_draws_with_one_or_two_cores(request, coupl
 
 
 def test_compiled_loop_refuses_bad_input(coupled_model):
-    with pytest.raises(ValueError, match="compiled_loop must be True or False"):
+    with pytest.raises(ValueError, match="compiled_loop must be .auto., True or False"):
         pmd.PAS([coupled_model["x"]], model=coupled_model, compiled_loop="yes")
 
 
