@@ -83,6 +83,7 @@ from benchmarks.harness import (
 )
 from benchmarks.run_applied import _jax_compilation_cache
 from benchmarks.run_numpyro import FHMM, POTTS, numpyro_model
+from pymc_discrete.adaptation.steps_per_draw import LARGE_BLOCK, MAX_STEPS_PER_DRAW
 from pymc_discrete.example_models import fhmm_model, ising_model, potts_model
 
 CHAINS = 4
@@ -151,6 +152,7 @@ class Case:
     summaries: Callable[[np.ndarray], dict[str, np.ndarray]]
     best: list  # (label, make_step, M-H steps per draw)
     bar: tuple  # (baseline, factor, ("logp", "site") measured against it)
+    mh_factor: int = 1  # times the budget's M-H steps (chains that mix slowly)
 
 
 #: labels of the rows that measure the automatic steps per draw and compiled loop: each
@@ -162,10 +164,11 @@ AUTO_PAIRS = [(f"{name} default", f"{name}, {ONE_STEP}") for name in ("ALBP", "P
 def _defaults_and_one_step() -> list:
     """ALBP's and PAS's defaults (steps per draw and compiled loop chosen by the step)
     and the same steps at one step per draw in Python: what the automatic choices gain.
-    The defaults get the budget of 8 steps per draw (the most they choose)."""
+    The defaults get the budget of 8 steps per draw (the most they choose) on a large
+    block, of one step on a smaller one (None: decided by the block's size)."""
     rows = []
     for (auto, one), cls in zip(AUTO_PAIRS, (pmd.ALBP, pmd.PAS)):
-        rows.append((auto, lambda m, cls=cls: cls([m["x"]]), 8))
+        rows.append((auto, lambda m, cls=cls: cls([m["x"]]), None))
         rows.append((one, lambda m, cls=cls: cls([m["x"]], steps_per_draw=1,
                                                   compiled_loop=False), 1))
     return rows
@@ -191,7 +194,7 @@ def cases() -> list[Case]:
                   lambda m: pmd.ALBP([m["x"]], proposal="exact", steps_per_draw=1,
                                      compiled_loop=False), 1),
                  *_defaults_and_one_step(),
-             ], (NUMPYRO, 3.0, ("logp", "site"))),
+             ], (NUMPYRO, 3.0, ("logp", "site")), mh_factor=4),
     ]
 
 
@@ -484,7 +487,9 @@ def run_case(case: Case, budget: Budget) -> tuple[list[Row], dict]:
         ref_step = sample("BlockedGibbs", lambda m: pmd.BlockedGibbs([m["x"]]),
                           budget.gibbs).step
     for label, make_step, per_draw in case.best:
-        sample(label, make_step, budget.mh // per_draw)
+        if per_draw is None:  # a default: 8 steps per draw at most, on large blocks only
+            per_draw = MAX_STEPS_PER_DRAW if start["x"].size >= LARGE_BLOCK else 1
+        sample(label, make_step, budget.mh * case.mh_factor // per_draw)
     print(f"  {case.title}: plain pm.sample() with and without register()", flush=True)
     info["plain_registered"] = plain_sample_steps(model, True, start)
     info["plain_default"] = plain_sample_steps(model, False, start)
@@ -688,8 +693,10 @@ def main(quick: bool = False) -> None:
         f"Draws per chain (as many tuning or warm-up iterations before them): NumPyro "
         f"{budget.numpyro} sweeps; PyMC's default {budget.pymc}; pymc-discrete's default "
         f"{budget.gibbs}; ALBP and PAS {budget.mh} M-H steps (k steps per draw: "
-        f"{budget.mh} / k draws; the defaults, which choose k after tuning, "
-        f"{budget.mh // 8} draws, with as many tuning draws of one step); the reference "
+        f"{budget.mh} / k draws, 4 times as many on the FHMM, whose chains mix slowly; "
+        f"the defaults, which choose k after tuning, as if k were {MAX_STEPS_PER_DRAW} on "
+        f"blocks of {LARGE_BLOCK} sites or more, else 1, with as many tuning draws of one "
+        f"step); the reference "
         f"{budget.reference}. \"ALBP default\" and \"PAS default\" are `pmd.ALBP()` and "
         f"`pmd.PAS()` with every option left alone (the steps per draw and the compiled "
         f"loop chosen by the step; the step column says what they chose on the last "

@@ -25,7 +25,7 @@ from rich.progress import TextColumn
 from rich.table import Column
 
 from pymc_discrete.adaptation import ScaleAdapter
-from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw
+from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw, moving_sites
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.pymc.exceptions import TuningWarning
 from pymc_discrete.pymc.validation import (
@@ -115,6 +115,7 @@ class SiteBlockStepState(StepMethodState):
     _resumed_scale: float | None
     _late_tune_steps: int
     _late_tune_changes: int
+    _late_tune_moves: np.ndarray | None
     _draw_steps: int
     target_accept: float = field(metadata={"frozen": True})
     steps_per_draw: int | str = field(metadata={"frozen": True})
@@ -354,6 +355,7 @@ class SiteBlockStep(ArrayStepShared):
         # steps_per_draw="auto" is chosen from
         self._late_tune_steps = 0
         self._late_tune_changes = 0
+        self._late_tune_moves = None  # per site, the draws that changed it
         if self._n_tune == 0 and self._resumed_draw_steps is not None:
             self._draw_steps = self._resumed_draw_steps  # a resumed chain's choice
         else:
@@ -402,10 +404,13 @@ class SiteBlockStep(ArrayStepShared):
     def _auto_steps_per_draw(self) -> int:
         """Steps per draw after tuning, from the sites the late tuning steps changed
         (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`)."""
-        changed = None
-        if self._late_tune_steps > 0:
-            changed = self._late_tune_changes / self._late_tune_steps
-        return auto_steps_per_draw(self.n_sites, changed)
+        if self._late_tune_steps == 0 or self._late_tune_moves is None:
+            return auto_steps_per_draw(0, None)
+        # sites that never moved (pinned by the data) do not dilute the share a draw
+        # changes: counted, they would let the moving sites be thinned
+        return auto_steps_per_draw(self.n_sites,
+                                   self._late_tune_changes / self._late_tune_steps,
+                                   moving=moving_sites(self._late_tune_moves))
 
     #: a chain stuck (:meth:`_stuck`) through at least this many tuning steps is refused
     #: (its draws would all be its initial value)
@@ -505,6 +510,9 @@ class SiteBlockStep(ArrayStepShared):
             if self._n_tune is not None and self._phase_draws >= self._n_tune // 2:
                 self._late_tune_steps += len(info.accept_prob)
                 self._late_tune_changes += jump
+                if self._late_tune_moves is None:
+                    self._late_tune_moves = np.zeros(self.n_sites, dtype=np.int64)
+                self._late_tune_moves += state.x != start
         n_steps = len(info.accept_prob)
         stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
             "accept": float(info.accept_prob.sum()) / n_steps,

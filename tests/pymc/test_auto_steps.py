@@ -17,6 +17,7 @@ from pymc_discrete.adaptation.steps_per_draw import (
     LARGE_BLOCK,
     MAX_STEPS_PER_DRAW,
     auto_steps_per_draw,
+    moving_sites,
 )
 from tests.pymc.checks import N_MCSE
 
@@ -55,6 +56,19 @@ def pair_series(idata) -> np.ndarray:
     return np.stack([(code == c).mean(axis=-1) for c in range(4)], axis=-1)
 
 
+def test_moving_sites_estimates_the_unseen_without_counting_pinned_sites():
+    rng = np.random.default_rng(0)
+    # 1,000 movable sites touched 2,000 times at random (about 135 never), 500 pinned
+    touched = np.bincount(rng.integers(0, 1000, 2000), minlength=1000)
+    changes = np.r_[touched, np.zeros(500, np.int64)]
+    seen = np.count_nonzero(changes)
+    assert seen < 900
+    assert abs(moving_sites(changes) - 1000) < 30
+    assert moving_sites(np.r_[np.full(400, 50), np.zeros(2600, np.int64)]) == 400
+    assert moving_sites(np.zeros(10, np.int64)) == 0
+    assert moving_sites(np.ones(10, np.int64)) == 10  # never more than the block
+
+
 def test_the_rule():
     assert auto_steps_per_draw(LARGE_BLOCK - 1, 1.0) == 1  # a small block: one step
     assert auto_steps_per_draw(LARGE_BLOCK, None) == 1  # not tuned: nothing known
@@ -82,10 +96,14 @@ def test_defaults_on_a_large_block_take_several_steps_and_sample_the_joint(ring,
     warm = idata.warmup_sample_stats["n_steps"].values
     steps = idata.sample_stats["n_steps"].values
     assert np.all(warm == 1)
-    # one number per chain, from the jumps of the second half of its tuning
+    # one number per chain, from the second half of its tuning: the sites that moved
+    # and how many a step changed
     late = idata.warmup_sample_stats["jump_distance"].values[:, 200:]
+    states = idata.warmup_posterior["x"].values
     for chain in range(2):
-        expected = auto_steps_per_draw(N_RING, late[chain].mean())
+        changes = (np.diff(states[chain, 199:], axis=0) != 0).sum(axis=0)
+        expected = auto_steps_per_draw(N_RING, late[chain].mean(),
+                                       moving=moving_sites(changes))
         assert np.all(steps[chain] == expected), (steps[chain, 0], expected)
     assert np.all(steps > 1)
     series = pair_series(idata)
@@ -126,6 +144,29 @@ def test_the_choice_is_reproducible_and_the_same_with_one_or_two_cores(ring):
         np.testing.assert_array_equal(runs[0].posterior["x"].values, other.posterior["x"].values)
         np.testing.assert_array_equal(runs[0].sample_stats["n_steps"].values,
                                       other.sample_stats["n_steps"].values)
+
+
+def test_sites_that_never_move_do_not_count_toward_the_share_a_draw_changes():
+    """3,000 sites of which 2,600 are pinned by their prior (a flip has probability
+    e^-40) and 400 free: the share a draw changes is taken among the 400, so fewer steps
+    per draw than counting every site (which would thin the free sites, which
+    decorrelate within a few steps)."""
+    logits = np.r_[np.full(2600, 40.0), np.zeros(400)]
+    with pm.Model() as model:
+        pm.Bernoulli("x", logit_p=logits, shape=logits.size)
+    step = pmd.ALBP([model["x"]], model=model)
+    with model:
+        idata = pm.sample(step=step, draws=20, tune=300, chains=1, random_seed=5,
+                          initvals={"x": (logits > 0).astype(np.int64)},
+                          progressbar=False, compute_convergence_checks=False,
+                          discard_tuned_samples=False)
+    changed = idata.warmup_sample_stats["jump_distance"].values[0, 150:].mean()
+    states = idata.warmup_posterior["x"].values[0, 149:]
+    changes = (np.diff(states, axis=0) != 0).sum(axis=0)
+    assert np.all(changes[:2600] == 0)
+    k = int(idata.sample_stats["n_steps"].values[0, 0])
+    assert k == auto_steps_per_draw(3000, changed, moving=moving_sites(changes))
+    assert k < auto_steps_per_draw(3000, changed), (k, changed)  # counting every site
 
 
 def test_small_blocks_and_explicit_settings_keep_one_step(coupled_model):
