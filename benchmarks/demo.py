@@ -1,5 +1,7 @@
 """Demo: sample the paper's 50x50 Ising model (Appendix D.2, configuration C2) with ALBP
-(one step per draw, and 8 steps per draw in the compiled loop), ARWM, BlockedGibbs (what
+(its defaults, with either weight: one step per tuning draw, then the number of steps per
+draw, run in the compiled loop, that the step chooses for this 2,500-site block; and 8
+steps per draw in the compiled loop, asked for), ARWM, BlockedGibbs (what
 ``pmd.register()`` picks for a lattice: a whole sweep per draw in two batched
 evaluations) and PyMC's default BinaryGibbsMetropolis, print how they compare, save a
 plot.
