@@ -53,7 +53,7 @@ class BlockedGibbs(SiteBlockStep):
         more often). Default 0.1; 1 draws every site afresh (what a collapsed sampler
         needs: :class:`~pymc_discrete.CollapsedNUTS`).
     compiled_loop : bool or "auto"
-        Run the draw's sweeps inside one numba-compiled loop that calls the model's
+        Run a draw's sweeps (when it makes more than one) inside one numba-compiled loop that calls the model's
         batched terms compiled by PyTensor in NUMBA mode, instead of a Python loop over
         the colours around a compiled function. The chain is the same, draw for draw;
         each colour saves the Python work between evaluations, at the price of a numba
@@ -190,7 +190,8 @@ class BlockedGibbs(SiteBlockStep):
         self.compiled_loop = True
         self.loop_reason = (f"compiled_loop={asked!r}" + (
             f": a block of {self.n_sites} sites (at least {LARGE_BLOCK}) whose terms "
-            "compile in PyTensor's NUMBA mode" if asked == "auto" else " was asked for"))
+            "compile in PyTensor's NUMBA mode" if asked == "auto" else " was asked for")
+            + "; draws of several sweeps run in the compiled loop")
 
     def _resolve_initial_scale(self, initial_scale) -> float:
         return float(max(1, self.n_colours))
@@ -208,7 +209,10 @@ class BlockedGibbs(SiteBlockStep):
         )
 
     def _run_steps(self, state: GibbsState, scale: float, n_steps: int):
-        if not self.compiled_loop:
+        if not self.compiled_loop or n_steps == 1:
+            # one sweep: numpy's vectorised Python sweep is as fast as the loop at a few
+            # thousand sites and faster at tens of thousands (5.0 against 5.6 ms a draw
+            # at 40,000); the loop gains where it saves the Python between sweeps
             return super()._run_steps(state, scale, n_steps)
         terms = self._exact.compiled_terms()
         extra = terms.shared_values()

@@ -95,7 +95,7 @@ def test_compiled_sweeps_match_the_joint_distribution(case):
     model = CASES[case]()
     name = "x" if case == "probed" else "z"
     states, probs = enumerate_block(model, [name])
-    step = _step(model, case, compiled_loop=True)
+    step = _step(model, case, compiled_loop=True, sweeps_per_draw=2)
     with model:
         idata = pm.sample(draws=3000, tune=200, chains=2, cores=1, step=[step], random_seed=5,
                           progressbar=False, compute_convergence_checks=False)
@@ -106,7 +106,7 @@ def test_compiled_sweeps_next_to_nuts_match_the_joint_distribution():
     """mu moves between draws (NUTS): the loop reads its new value every draw. The joint
     distribution of (c, d) and the mean of mu are checked against enumeration."""
     model = _categorical_with_offsets()
-    step = _step(model, "categorical-offsets", compiled_loop=True)
+    step = _step(model, "categorical-offsets", compiled_loop=True, sweeps_per_draw=2)
     with model:
         idata = pm.sample(draws=2000, tune=500, chains=2, cores=1, step=[step],
                           random_seed=3, progressbar=False, compute_convergence_checks=False)
