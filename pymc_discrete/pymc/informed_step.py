@@ -66,8 +66,9 @@ class InformedStep(SiteBlockStep):
 
     #: why the compiled loop is on or off (one line)
     loop_reason: str = ""
-    #: whether ``compiled_loop="auto"`` turned the loop on (it is then turned off, not
-    #: refused, where PyTensor's NUMBA mode cannot compile what the chain needs)
+    #: whether the loop was asked for as ``compiled_loop="auto"`` on a large block (it is
+    #: then turned off, not refused, where PyTensor's NUMBA mode cannot compile what the
+    #: chain needs, including exact ratios switched to during tuning, in any chain)
     _loop_auto = False
 
     def _compile_ratios_and_loop(self, compile_kwargs: dict | None) -> None:
@@ -106,7 +107,7 @@ class InformedStep(SiteBlockStep):
 
     def _loop_off(self, err: Exception) -> None:
         """Turn off a loop that ``compiled_loop="auto"`` turned on, saying why."""
-        self.compiled_loop = self._loop_auto = False
+        self.compiled_loop = False
         self.loop_reason = (
             "the model's function did not compile in PyTensor's NUMBA mode "
             f"({type(err).__name__}: {err}): the draw's steps run in Python"

@@ -267,3 +267,24 @@ def test_auto_exact_ratios_fall_back_when_their_terms_cannot_compile(ring, monke
     monkeypatch.setattr(ExactRatios, "compiled_terms", terms)
     step = pmd.ALBP([ring["x"]], model=ring, proposal="exact")
     assert step.compiled_loop is False and "NUMBA" in step.loop_reason
+
+
+def test_a_switch_to_exact_ratios_turns_an_automatic_loop_off_in_every_chain(ring, monkeypatch):
+    """The gradient compiles in NUMBA mode, the model's terms do not: a chain that
+    switches to exact ratios during tuning goes on in Python, and so does the next chain
+    (restored to the gradient, then switching again), instead of raising."""
+    from pymc_discrete.pymc.exact import ExactRatios
+
+    step = pmd.ALBP([ring["x"]], model=ring, proposal="gradient")
+    assert step.compiled_loop is True
+
+    def terms(self):
+        raise NotImplementedError("No Numba implementation for this Op")
+
+    monkeypatch.setattr(ExactRatios, "compiled_terms", terms)
+    for _ in range(2):  # two chains: each starts from the gradient, then switches
+        step._use_exact_ratios(None)
+        assert step.compiled_loop is False and step.proposal == "exact"
+        assert "NUMBA" in step.loop_reason
+        step._switched_to_exact = False
+        assert step.compiled_loop is True and step.proposal == "gradient"
