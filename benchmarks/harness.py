@@ -103,7 +103,7 @@ def evaluations_per_draw(step, idata, n_sites: int) -> float:
     if isinstance(step, pmd.ALBP | pmd.PAS | pmd.ARWM):
         if getattr(step, "proposal", "gradient") == "exact":
             return float("nan")
-        return float(idata.sample_stats["n_steps"].mean())  # steps_per_draw may be "auto"
+        return float(idata.sample_stats["steps_per_draw"].mean())  # steps_per_draw may be "auto"
     return float("nan")
 
 

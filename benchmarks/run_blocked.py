@@ -200,7 +200,7 @@ def cases() -> list[Case]:
 
 def auto_gains(rows: list) -> str:
     """One line per step: its default's ESS/s against one step per draw in Python, with
-    the steps per draw the default chose (the ``n_steps`` stat)."""
+    the steps per draw the default chose (the ``steps_per_draw`` stat)."""
     by = {r.label: r for r in rows}
     parts = []
     for auto, one in AUTO_PAIRS:

@@ -111,7 +111,7 @@ def moving_sites(changes: np.ndarray) -> float:
     >>> moving_sites(np.array([0, 0, 5, 7, 9]))  # pinned sites are not guessed at
     3.0
     >>> moving_sites(np.array([0, 0, 1, 1, 1, 2]))  # three seen once: some are unseen
-    5.0
+    5.5
     """
     changes = np.asarray(changes)
     seen = int(np.count_nonzero(changes))

@@ -71,7 +71,7 @@ class ALBP(InformedStep):
         (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`): PyMC's
         per-draw cost is then shared by several steps while consecutive draws lose
         little precision per step; smaller blocks keep one step. The choice depends on
-        the seed, not on timings. The ``n_steps`` stat records it. Several steps per draw
+        the seed, not on timings. The ``steps_per_draw`` stat records it. Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
@@ -126,7 +126,7 @@ class ALBP(InformedStep):
     -----
     Sampler statistics per draw: ``accept`` (M-H acceptance probability), ``accepted``
     (1.0 or 0.0), ``scaling`` (R used), ``jump_distance`` (sites changed),
-    ``n_proposed`` (sites proposed) and ``n_steps`` (M-H steps in the draw).
+    ``n_proposed`` (sites proposed) and ``steps_per_draw`` (M-H steps in the draw).
     Every step also reports ``target_accept`` (what the scale is tuned toward, NaN if
     nothing is tuned) and, for PyMC's progress bar, ``mean_accept`` and ``mean_jump``
     (running means over the draws of the phase, tuning then sampling) and ``stalled``

@@ -38,7 +38,7 @@ class ARWM(SiteBlockStep):
         (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`): PyMC's
         per-draw cost is then shared by several steps while consecutive draws lose
         little precision per step; smaller blocks keep one step. The choice depends on
-        the seed, not on timings. The ``n_steps`` stat records it. Several steps per draw
+        the seed, not on timings. The ``steps_per_draw`` stat records it. Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number

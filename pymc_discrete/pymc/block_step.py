@@ -76,7 +76,7 @@ STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
     "stalled": (np.int64, []),
     # Metropolis-Hastings steps (sweeps for BlockedGibbs) the draw made: with
     # steps_per_draw="auto" one per tuning draw, then the number chosen after tuning
-    "n_steps": (np.int64, []),
+    "steps_per_draw": (np.int64, []),
 }
 
 #: the progress bar marks a chain as failing once this many consecutive draws left its
@@ -481,7 +481,7 @@ class SiteBlockStep(ArrayStepShared):
         if self.n_sites == 0:  # an empty variable: nothing to sample
             stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
                      "jump_distance": 0, "n_proposed": 0, "target_accept": self._target_stat,
-                     "n_steps": 0}
+                     "steps_per_draw": 0}
             return q0, [self._with_progress(stats, moved=True)]
         x = np.asarray(q0.data, dtype=np.int64)
         if self._offset:
@@ -521,7 +521,7 @@ class SiteBlockStep(ArrayStepShared):
             "jump_distance": jump,
             "n_proposed": int(info.n_proposed.sum()),
             "target_accept": self._target_stat,
-            "n_steps": n_steps,
+            "steps_per_draw": n_steps,
         }
         stats = self._with_progress(stats, moved=stats["jump_distance"] > 0)
         values = state.x + self.offsets if self._offset else state.x

@@ -45,7 +45,7 @@ class BlockedGibbs(SiteBlockStep):
         then the number :func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`
         gives from the sites the late tuning sweeps changed: one on most models (a sweep
         redraws every site and changes many), more on a block of at least 1,000 sites
-        where a sweep changes few (a strongly coupled lattice). The ``n_steps`` stat
+        where a sweep changes few (a strongly coupled lattice). The ``steps_per_draw`` stat
         records it.
     heat_bath_share : float
         Share of each site's updates drawn afresh from its conditional (heat bath); the
@@ -87,7 +87,7 @@ class BlockedGibbs(SiteBlockStep):
     probability over the colours: 1 for exact updates), ``accepted`` (whether every
     colour's draw was accepted), ``scaling`` (the number of colours), ``n_proposed``
     (sites whose drawn value differed from the current one) and ``jump_distance``
-    (sites changed by the draw), ``n_steps`` (sweeps in the draw).
+    (sites changed by the draw), ``steps_per_draw`` (sweeps in the draw).
     Every step also reports ``target_accept`` (what the scale is tuned toward, NaN if
     nothing is tuned) and, for PyMC's progress bar, ``mean_accept`` and ``mean_jump``
     (running means over the draws of the phase, tuning then sampling) and ``stalled``

@@ -373,7 +373,7 @@ class InformedStep(SiteBlockStep):
         gradient proposal so that a restored ``sampling_state`` can switch back."""
         self._before_switch = (
             self._logp_and_ratios, self.proposal, self.ratios_are_exact,
-            getattr(self, "compiled_loop", False), self.fallback_reason,
+            getattr(self, "compiled_loop", False), self.fallback_reason, self.loop_reason,
         )
         if reason is not None:
             self._fall_back_to_exact(reason, stacklevel=6)
@@ -397,7 +397,7 @@ class InformedStep(SiteBlockStep):
             self._use_exact_ratios(None)
         else:
             (self._logp_and_ratios, self.proposal, self.ratios_are_exact,
-             self.compiled_loop, self.fallback_reason) = self._before_switch
+             self.compiled_loop, self.fallback_reason, self.loop_reason) = self._before_switch
             self._before_switch = None
             self._state = None
 

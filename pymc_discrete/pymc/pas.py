@@ -83,7 +83,7 @@ class PAS(InformedStep):
         (:func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`): PyMC's
         per-draw cost is then shared by several steps while consecutive draws lose
         little precision per step; smaller blocks keep one step. The choice depends on
-        the seed, not on timings. The ``n_steps`` stat records it. Several steps per draw
+        the seed, not on timings. The ``steps_per_draw`` stat records it. Several steps per draw
         spread PyMC's per-draw cost (trace recording, point bookkeeping) over more moves;
         the stats then summarise the draw's steps: ``accept`` is their mean acceptance
         probability, ``accepted`` the fraction accepted, ``n_proposed`` the total number
@@ -145,7 +145,7 @@ class PAS(InformedStep):
     -----
     Sampler statistics per draw: ``accept``, ``accepted``, ``scaling`` (X used),
     ``n_proposed`` (the path length L) and ``jump_distance`` (Hamming distance between
-    the old and the new point; a path may return sites to their values), ``n_steps``
+    the old and the new point; a path may return sites to their values), ``steps_per_draw``
     (M-H steps in the draw);
     ``target_accept`` is NaN unless X is tuned toward an acceptance rate. For PyMC's
     progress bar every step also reports ``mean_accept`` and ``mean_jump`` (running means

@@ -85,7 +85,7 @@ def test_the_rule():
 @pytest.mark.parametrize("cls", [pmd.ALBP, pmd.PAS])
 def test_defaults_on_a_large_block_take_several_steps_and_sample_the_joint(ring, cls):
     """The default step tunes at one step per draw, then takes the number the rule gives
-    from its late tuning steps (recorded in ``n_steps``), in the compiled loop; the
+    from its late tuning steps (recorded in the ``steps_per_draw`` stat), in the compiled loop; the
     distribution of neighbouring pairs matches the transfer matrix's."""
     step = cls([ring["x"]], model=ring)
     assert step.compiled_loop is True, step.loop_reason
@@ -93,8 +93,8 @@ def test_defaults_on_a_large_block_take_several_steps_and_sample_the_joint(ring,
         idata = pm.sample(step=step, draws=600, tune=400, chains=2, cores=1, random_seed=7,
                           progressbar=False, compute_convergence_checks=False,
                           discard_tuned_samples=False)
-    warm = idata.warmup_sample_stats["n_steps"].values
-    steps = idata.sample_stats["n_steps"].values
+    warm = idata.warmup_sample_stats["steps_per_draw"].values
+    steps = idata.sample_stats["steps_per_draw"].values
     assert np.all(warm == 1)
     # one number per chain, from the second half of its tuning: the sites that moved
     # and how many a step changed
@@ -121,7 +121,7 @@ def test_several_steps_per_draw_cost_no_precision_per_step(ring):
     with ring:
         idata = pm.sample(step=step, draws=800, tune=400, chains=1, random_seed=3,
                           progressbar=False, compute_convergence_checks=False)
-    k = int(idata.sample_stats["n_steps"].values[0, 0])
+    k = int(idata.sample_stats["steps_per_draw"].values[0, 0])
     one = pmd.ALBP([ring["x"]], model=ring, steps_per_draw=1)
     with ring:
         every = pm.sample(step=one, draws=800 * k, tune=400, chains=1, random_seed=3,
@@ -142,8 +142,8 @@ def test_the_choice_is_reproducible_and_the_same_with_one_or_two_cores(ring):
                                   **kwargs))
     for other in runs[1:]:
         np.testing.assert_array_equal(runs[0].posterior["x"].values, other.posterior["x"].values)
-        np.testing.assert_array_equal(runs[0].sample_stats["n_steps"].values,
-                                      other.sample_stats["n_steps"].values)
+        np.testing.assert_array_equal(runs[0].sample_stats["steps_per_draw"].values,
+                                      other.sample_stats["steps_per_draw"].values)
 
 
 def test_sites_that_never_move_do_not_count_toward_the_share_a_draw_changes():
@@ -164,7 +164,7 @@ def test_sites_that_never_move_do_not_count_toward_the_share_a_draw_changes():
     states = idata.warmup_posterior["x"].values[0, 149:]
     changes = (np.diff(states, axis=0) != 0).sum(axis=0)
     assert np.all(changes[:2600] == 0)
-    k = int(idata.sample_stats["n_steps"].values[0, 0])
+    k = int(idata.sample_stats["steps_per_draw"].values[0, 0])
     assert k == auto_steps_per_draw(3000, changed, moving=moving_sites(changes))
     assert k < auto_steps_per_draw(3000, changed), (k, changed)  # counting every site
 
@@ -175,7 +175,7 @@ def test_small_blocks_and_explicit_settings_keep_one_step(coupled_model):
     with coupled_model:
         idata = pm.sample(step=step, draws=50, tune=100, chains=1, random_seed=1,
                           progressbar=False, compute_convergence_checks=False)
-    assert np.all(idata.sample_stats["n_steps"].values == 1)
+    assert np.all(idata.sample_stats["steps_per_draw"].values == 1)
 
 
 def test_an_explicit_number_of_steps_is_kept_while_tuning_and_after(ring):
@@ -184,15 +184,15 @@ def test_an_explicit_number_of_steps_is_kept_while_tuning_and_after(ring):
         idata = pm.sample(step=step, draws=20, tune=20, chains=1, random_seed=1,
                           progressbar=False, compute_convergence_checks=False,
                           discard_tuned_samples=False)
-    assert np.all(idata.warmup_sample_stats["n_steps"].values == 3)
-    assert np.all(idata.sample_stats["n_steps"].values == 3)
+    assert np.all(idata.warmup_sample_stats["steps_per_draw"].values == 3)
+    assert np.all(idata.sample_stats["steps_per_draw"].values == 3)
 
 
 def test_without_tuning_a_draw_is_one_step(ring):
     with ring:
         idata = pm.sample(step=pmd.ALBP([ring["x"]], model=ring), draws=20, tune=0, chains=1,
                           random_seed=1, progressbar=False, compute_convergence_checks=False)
-    assert np.all(idata.sample_stats["n_steps"].values == 1)
+    assert np.all(idata.sample_stats["steps_per_draw"].values == 1)
 
 
 def test_a_resumed_chain_keeps_its_steps_per_draw(ring):
@@ -208,7 +208,7 @@ def test_a_resumed_chain_keeps_its_steps_per_draw(ring):
     with ring:
         idata = pm.sample(step=fresh, draws=5, tune=0, chains=1, random_seed=2,
                           progressbar=False, compute_convergence_checks=False)
-    assert np.all(idata.sample_stats["n_steps"].values == chosen)
+    assert np.all(idata.sample_stats["steps_per_draw"].values == chosen)
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "fast", True])
@@ -288,3 +288,4 @@ def test_a_switch_to_exact_ratios_turns_an_automatic_loop_off_in_every_chain(rin
         assert "NUMBA" in step.loop_reason
         step._switched_to_exact = False
         assert step.compiled_loop is True and step.proposal == "gradient"
+        assert "did not compile" not in step.loop_reason
