@@ -35,6 +35,7 @@ from pymc_discrete.pymc.validation import (
     check_auto_or_positive_int,
     check_initial_point,
     check_unit_interval,
+    site_support_problem,
 )
 
 __all__ = ["STATS_DTYPES_SHAPES", "SiteBlockStep", "SiteBlockStepState", "max_scale"]
@@ -629,8 +630,12 @@ class SiteBlockStep(ArrayStepShared):
     @classmethod
     def competence(cls, var, has_grad=False):
         """The step's competence for Bernoulli, Categorical and finite integer variables
-        (DiscreteUniform, Binomial, BetaBinomial): IDEAL for ALBP, COMPATIBLE for the
-        others; INCOMPATIBLE for any other variable."""
-        if isinstance(getattr(var.owner, "op", None), SUPPORTED_OPS):
+        (DiscreteUniform, Binomial, BetaBinomial) whose values are a fixed range of at
+        most :data:`~pymc_discrete.pymc.validation.MAX_VALUES`: IDEAL for ALBP,
+        COMPATIBLE for the others; INCOMPATIBLE for any other variable
+        (:func:`~pymc_discrete.pymc.validation.site_support_problem` says why), which
+        ``pm.sample`` then leaves to PyMC's own steps."""
+        op = getattr(var.owner, "op", None)
+        if isinstance(op, SUPPORTED_OPS) and site_support_problem(var) is None:
             return cls._competence_level
         return Competence.INCOMPATIBLE

@@ -54,7 +54,11 @@ from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsib
 from pymc_discrete.pymc.exact import ExactRatios, block_terms
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.paired import PairedFlip, scaled_coefficients, switched_coefficients
-from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
+from pymc_discrete.pymc.validation import (
+    block_value_vars,
+    check_discrete_block,
+    site_support_problem,
+)
 
 __all__ = [
     "Recommendation",
@@ -410,6 +414,12 @@ class AutoStep(BlockedStep):
         INCOMPATIBLE."""
         if _is_discrete(var):
             return ALBP.competence(var, has_grad)
+        if str(var.dtype).startswith(("int", "uint", "bool")):
+            # a discrete variable the package's steps would refuse: PyMC's own step takes
+            # it, and the log says so beside the package's own choices
+            _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name,
+                      site_support_problem(var) or "it is not a supported distribution")
+            return Competence.INCOMPATIBLE
         if not has_grad:
             return Competence.INCOMPATIBLE
         try:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from typing import NamedTuple
 
 from pymc.distributions.discrete import DiscreteUniformRV
-from pytensor.graph.basic import Variable
-from pytensor.tensor.random.basic import BernoulliRV, BetaBinomialRV, BinomialRV, CategoricalRV
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.basic import (
+    BernoulliRV,
+    BetaBinomialRV,
+    BinomialRV,
+    CategoricalRV,
+    MultinomialRV,
+)
+from pytensor.tensor.random.op import RandomVariable
 
 #: integer variables whose support is a fixed finite range
 FINITE_INTEGER_OPS = (DiscreteUniformRV, BinomialRV, BetaBinomialRV)
@@ -22,6 +31,7 @@ __all__ = [
     "MAX_VALUES",
     "SUPPORTED_OPS",
     "block_value_vars",
+    "site_support_problem",
     "check_auto_or_bool",
     "check_auto_or_positive_int",
     "check_bool",
@@ -141,6 +151,115 @@ def block_value_vars(model, vars, step_name: str, competence: Callable) -> list[
 MAX_VALUES = 4096
 
 
+#: random variable -> why it cannot be sampled as finite discrete sites ("" when it can):
+#: PyMC asks every step class's competence for every variable, so the answer is kept
+_SUPPORT_PROBLEMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fixed_value(param: Variable) -> np.ndarray | None:
+    """The value of a distribution parameter that no random variable feeds (data and
+    constants only), or None when one does: the set of values it bounds would change
+    from draw to draw."""
+    if isinstance(param, Constant):
+        return np.asarray(param.data)
+    if any(
+        a.owner is not None and isinstance(a.owner.op, RandomVariable) for a in ancestors([param])
+    ):
+        return None
+    return np.asarray(param.eval(mode="FAST_COMPILE"))
+
+
+def _support_problem(rv: Variable) -> str:
+    op = getattr(rv.owner, "op", None)
+    kind = type(op).__name__.removesuffix("RV") if op is not None else "unknown"
+    if isinstance(op, BernoulliRV):
+        return ""
+    if isinstance(op, MultinomialRV):
+        return (
+            "a Multinomial's elements are tied by their sum (n), which moves of single "
+            "sites cannot keep: write it as n Categorical draws (then sample those), or "
+            "leave it to PyMC's Metropolis"
+        )
+    if not str(rv.dtype).startswith(("int", "uint", "bool")):
+        return f"it is continuous ({kind}, dtype {rv.dtype})"
+    params = op.dist_params(rv.owner)
+    if isinstance(op, CategoricalRV):
+        k = params[0].type.shape[-1]
+        n_values = None if k is None else np.array([k])
+    elif isinstance(op, DiscreteUniformRV):
+        lower, upper = (_fixed_value(p) for p in params[:2])
+        if lower is None or upper is None:
+            return ("a bound of this DiscreteUniform depends on a free variable, so its set "
+                    "of values is not fixed")
+        n_values = np.asarray(upper - lower + 1)
+    elif isinstance(op, BinomialRV | BetaBinomialRV):
+        n = _fixed_value(params[0])
+        if n is None:
+            return (f"the number of trials n of this {kind} depends on a free variable, so "
+                    "its set of values is not fixed")
+        n_values = np.asarray(n + 1)
+    else:
+        return f"a {kind} has an infinite set of values"
+    if n_values is None or n_values.size == 0:
+        return ""
+    if int(n_values.max()) > MAX_VALUES:
+        return (f"its sites have up to {int(n_values.max())} values, more than the "
+                f"{MAX_VALUES} a step evaluates one by one")
+    if int(n_values.min()) < 2:
+        return "some of its sites have a single value: there is nothing to sample"
+    return ""
+
+
+def site_support_problem(rv: Variable) -> str | None:
+    """Why the package's steps cannot sample ``rv`` as finite discrete sites, or None
+    when they can.
+
+    The steps sample Bernoulli and Categorical variables and the integer variables whose
+    values are a fixed range (DiscreteUniform with bounds, Binomial and BetaBinomial
+    with a number of trials, that no random variable feeds), of at most
+    :data:`MAX_VALUES` values a site. The competence of every step asks this, so that
+    ``pm.sample()`` leaves to PyMC's own steps what the package would refuse.
+
+    Parameters
+    ----------
+    rv : Variable
+        A random variable of a model.
+
+    Returns
+    -------
+    str or None
+        One sentence (for logs and errors), or None.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model():
+    ...     x = pm.Binomial("x", n=10, p=0.5)
+    ...     y = pm.Binomial("y", n=10_000, p=0.5)
+    ...     c = pm.Poisson("c", 3.0)
+    >>> site_support_problem(x) is None
+    True
+    >>> site_support_problem(y)
+    'its sites have up to 10001 values, more than the 4096 a step evaluates one by one'
+    >>> site_support_problem(c)
+    'a Poisson has an infinite set of values'
+    """
+    try:
+        problem = _SUPPORT_PROBLEMS.get(rv)
+    except TypeError:  # not weak-referenceable: not a model's variable
+        problem = None
+    if problem is None:
+        try:
+            problem = _support_problem(rv)
+        except Exception as err:  # a parameter that cannot be evaluated alone
+            problem = f"its set of values could not be read ({type(err).__name__}: {err})"
+        try:
+            _SUPPORT_PROBLEMS[rv] = problem
+        except TypeError:
+            pass
+    return problem or None
+
+
 class BlockSupport(NamedTuple):
     """The values every site of a block can take: ``offset + 0 .. offset + K - 1``.
 
@@ -255,8 +374,8 @@ def check_discrete_block(
         else:
             raise TypeError(
                 f"{step_name} samples variables with a finite set of values (Bernoulli, "
-                f"Categorical, DiscreteUniform, Binomial, BetaBinomial), but {rv.name!r} is a "
-                f"{kind}, whose support is infinite: sum it out, or sample it with "
+                f"Categorical, DiscreteUniform, Binomial, BetaBinomial), but {rv.name!r} is "
+                f"not one: {site_support_problem(rv)}. Sum it out, or sample it with "
                 "pm.Metropolis"
             )
         k = int(ks.max()) if ks.size else 2
