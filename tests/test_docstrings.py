@@ -63,6 +63,7 @@ def test_public_object_has_a_numpydoc_docstring_with_an_example(name):
 DOCTEST_MODULES = [
     "pymc_discrete.adaptation.dual_averaging",
     "pymc_discrete.adaptation.scale",
+    "pymc_discrete.adaptation.scale_mixture",
     "pymc_discrete.adaptation.steps_per_draw",
     "pymc_discrete.kernels.albp",
     "pymc_discrete.kernels.albp_loop",
@@ -74,6 +75,7 @@ DOCTEST_MODULES = [
     "pymc_discrete.kernels.weights",
     "pymc_discrete.example_models",
     "pymc_discrete.pymc.register",
+    "pymc_discrete.pymc.validation",
     "pymc_discrete.samcmc.kernel",
 ]
 

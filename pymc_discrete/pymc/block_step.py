@@ -21,13 +21,16 @@ from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import WithSamplingState, dataclass_state, equal_dataclass_values
+from pymc.stats.convergence import SamplerWarning
 from rich.progress import TextColumn
 from rich.table import Column
 
 from pymc_discrete.adaptation import ScaleAdapter
+from pymc_discrete.adaptation.scale_mixture import scale_for_draw
 from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw, moving_sites
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.pymc.exceptions import TuningWarning
+from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch
 from pymc_discrete.pymc.validation import (
     SUPPORTED_OPS,
     block_value_vars,
@@ -38,7 +41,13 @@ from pymc_discrete.pymc.validation import (
     site_support_problem,
 )
 
-__all__ = ["STATS_DTYPES_SHAPES", "SiteBlockStep", "SiteBlockStepState", "max_scale"]
+__all__ = [
+    "STALLED_DRAWS_FAILING",
+    "STATS_DTYPES_SHAPES",
+    "SiteBlockStep",
+    "SiteBlockStepState",
+    "max_scale",
+]
 
 
 def max_scale(n_sites: int) -> float:
@@ -78,12 +87,13 @@ STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
     # Metropolis-Hastings steps (sweeps for BlockedGibbs) the draw made: with
     # steps_per_draw="auto" one per tuning draw, then the number chosen after tuning
     "steps_per_draw": (np.int64, []),
+    # the scale this draw ran at: the tuned one ('scaling'), or after tuning now and then
+    # a smaller one (pymc_discrete.adaptation.scale_mixture)
+    "draw_scale": (np.float64, []),
+    # a chain that stopped moving after tuning, reported as PyMC's own steps report
+    # theirs: pm.sample logs it (pymc_discrete.pymc.stall)
+    "warning": (SamplerWarning, None),
 }
-
-#: the progress bar marks a chain as failing once this many consecutive draws left its
-#: block unchanged (at acceptance 0.234, 100 draws without a move have probability
-#: 3e-12; a chain that accepts nearly nothing, or a block pinned by its data, gets there)
-STALLED_DRAWS_FAILING = 100
 
 
 @dataclass_state
@@ -197,6 +207,7 @@ class SiteBlockStep(ArrayStepShared):
         # which may depend on it, are checked and the tuner is built
         self._build_proposal(compile_kwargs)
         self.adapter = self._build_adapter(initial_scale, adapt)
+        self._stall_watch = StallWatch(type(self).__name__, self.var_names, self._stall_advice)
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         """Compile what the kernel evaluates (the log density, the local ratios)."""
@@ -255,6 +266,7 @@ class SiteBlockStep(ArrayStepShared):
         with one core the step object ran the chains, with several it did not).
         """
         super().setup_chain(rng, tune, draws)
+        self._stall_watch.start_chain(self.rng, draws)
         self._n_tune = int(tune)
         self.tune = tune > 0
         self._start_tuner()
@@ -482,7 +494,8 @@ class SiteBlockStep(ArrayStepShared):
         if self.n_sites == 0:  # an empty variable: nothing to sample
             stats = {"accept": 1.0, "accepted": 1.0, "scaling": float(self.adapter.scale),
                      "jump_distance": 0, "n_proposed": 0, "target_accept": self._target_stat,
-                     "steps_per_draw": 0}
+                     "steps_per_draw": 0, "draw_scale": float(self.adapter.scale),
+                     "warning": None}
             return q0, [self._with_progress(stats, moved=True)]
         x = np.asarray(q0.data, dtype=np.int64)
         if self._offset:
@@ -498,7 +511,7 @@ class SiteBlockStep(ArrayStepShared):
                 )
             if not self._start_checked:
                 self._check_start(x, state.logp)
-        start, scale = state.x, self.adapter.scale
+        start, tuned, scale = state.x, self.adapter.scale, self._draw_scale()
         state, info = self._run_steps(state, scale, self._draw_steps)
         self._state = state
         jump = int(np.count_nonzero(state.x != start))
@@ -518,15 +531,41 @@ class SiteBlockStep(ArrayStepShared):
         stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
             "accept": float(info.accept_prob.sum()) / n_steps,
             "accepted": float(info.accepted.sum()) / n_steps,
-            "scaling": float(scale),
+            "scaling": float(tuned),
+            "draw_scale": float(scale),
             "jump_distance": jump,
             "n_proposed": int(info.n_proposed.sum()),
             "target_accept": self._target_stat,
             "steps_per_draw": n_steps,
         }
         stats = self._with_progress(stats, moved=stats["jump_distance"] > 0)
+        stats["warning"] = self._stall_warning(stats["jump_distance"] > 0, state)
         values = state.x + self.offsets if self._offset else state.x
         return RaveledVars(values.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+
+    def _draw_scale(self) -> float:
+        """The scale of this draw: the tuner's while tuning (its target is measured at
+        it) or with a fixed scale; after tuning, the tuned scale or now and then a
+        smaller one (:func:`~pymc_discrete.adaptation.scale_mixture.scale_for_draw`), so a
+        chain that reaches a state no move of the tuned size leaves still moves."""
+        if self.tune or not self.adapter.adapt:
+            return self.adapter.scale
+        return scale_for_draw(self.adapter.scale, self.adapter.lower, self.rng)
+
+    #: what to try when a chain stopped moving after tuning (the stall warning's advice)
+    _stall_advice = (
+        "Look at the chain's trace (sample_stats 'stalled' counts the unchanged draws). "
+        "Try more tuning draws, another step (pmd.recommend() says which the package "
+        "would choose and why) or PAS, whose paths cross valleys between states."
+    )
+
+    def _stall_warning(self, moved: bool, state) -> SamplerWarning | None:
+        """The warning this draw reports when the chain stopped moving after tuning
+        (none for a block where no move is possible: every site pinned)."""
+        warning = self._stall_watch.record(moved, self.tune)
+        if warning is not None and state is not None and not self._has_possible_move(state):
+            return None
+        return warning
 
     def _with_progress(self, stats: dict, moved: bool) -> dict:
         """Add the running means of the phase and the stall count to a draw's stats."""

@@ -1,0 +1,130 @@
+"""A chain that stopped moving after tuning is reported the way PyMC reports its own
+sampler warnings (a SamplerWarning in the draw's 'warning' stat, logged by pm.sample)
+naming the chain, the variables and the draws; and after tuning each draw's scale is
+the tuned one or, now and then, a smaller one, which keeps the chain exact."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_discrete as pmd
+from pymc_discrete.adaptation.scale_mixture import SMALL_SCALE_SHARE, scale_for_draw
+from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch, chain_index
+from tests.exact import (
+    albp_matrix,
+    assert_irreducible_and_aperiodic,
+    assert_reversible,
+    mixture_matrix,
+    target_distribution,
+)
+from tests.targets import ising_target
+
+
+def _warnings(idata) -> np.ndarray:
+    """The 'warning' stat per chain and draw (stored with a trailing axis of one)."""
+    values = idata.sample_stats["warning"].values
+    return values[..., 0] if values.ndim == 3 else values
+
+
+def _pinned_after_tuning():
+    """Six sites whose posterior sits on all ones (weight e^-30 elsewhere), started at
+    all zeros: tuning walks to all ones, then every draw repeats that state."""
+    model = pm.Model()
+    with model:
+        x = pm.Bernoulli("x", 0.5, shape=6)
+        pm.Potential("pin", 30.0 * pm.math.eq(x.sum(), 6))
+    return model, {"x": np.zeros(6, "int64")}
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_a_chain_that_stopped_moving_after_tuning_is_reported(cores, caplog):
+    model, start = _pinned_after_tuning()
+    with model, caplog.at_level(logging.WARNING, logger="pymc"):
+        idata = pm.sample(150, tune=100, chains=2, cores=cores, step=pmd.ALBP(),
+                          initvals=start, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False, keep_warning_stat=True)
+    for chain in (0, 1):
+        assert (f"ALBP: chain {chain} left ['x'] unchanged for 150 consecutive draws after "
+                "tuning (draws 0 to 149 of 150)") in caplog.text
+    warnings = _warnings(idata)
+    assert [w.extra["chain"] for w in warnings[:, -1]] == [0, 1]
+    assert all(w is None for w in warnings[:, :-1].ravel())
+
+
+def test_a_moving_chain_reports_nothing(caplog):
+    with pm.Model(), caplog.at_level(logging.WARNING, logger="pymc"):
+        x = pm.Bernoulli("x", 0.4, shape=20)
+        idata = pm.sample(300, tune=100, chains=1, step=pmd.ALBP([x]), random_seed=2,
+                          progressbar=False, compute_convergence_checks=False,
+                          keep_warning_stat=True)
+    assert "unchanged for" not in caplog.text
+    assert all(w is None for w in _warnings(idata).ravel())
+
+
+def test_the_watch_counts_runs_after_tuning_only():
+    watch = StallWatch("ALBP", ["z"], "Advice.")
+    watch.start_chain(np.random.default_rng(np.random.SeedSequence(5, spawn_key=(3,))), 250)
+    assert watch.chain == 3
+    for _ in range(500):  # tuning draws are not counted
+        assert watch.record(moved=False, tuning=True) is None
+    told = [watch.record(moved=draw < 40 or draw > 160, tuning=False) for draw in range(250)]
+    assert all(w is None for w in told[:-1])  # the chain's last draw tells
+    warning = told[-1]
+    assert warning.extra == {"chain": 3, "stalled_draws": 121}
+    assert "chain 3 left ['z'] unchanged for 121 consecutive draws" in warning.message
+    assert "(draws 40 to 160 of 250)" in warning.message and warning.message.endswith("Advice.")
+
+
+def test_the_watch_tells_at_the_threshold_when_the_length_is_unknown():
+    watch = StallWatch("PAS", ["z"], "")
+    told = [watch.record(moved=False, tuning=False) for _ in range(3 * STALLED_DRAWS_FAILING)]
+    assert [i for i, w in enumerate(told) if w is not None] == [STALLED_DRAWS_FAILING - 1]
+    assert "a chain left" in told[STALLED_DRAWS_FAILING - 1].message
+
+
+def test_chain_index_follows_pymc_spawning():
+    chains = np.random.default_rng(7).spawn(4)
+    assert [chain_index(r) for r in chains] == [0, 1, 2, 3]
+    assert [chain_index(r) for r in chains[2].spawn(3)] == [2, 2, 2]  # in a CompoundStep
+    assert chain_index(None) is None
+
+
+def test_scale_for_draw_keeps_the_tuned_scale_mostly_and_goes_down_to_the_smallest():
+    rng = np.random.default_rng(0)
+    n = 40_000
+    scales = np.array([scale_for_draw(64.0, 1.0, rng) for _ in range(n)])
+    small = scales[scales < 64.0]
+    se = np.sqrt(SMALL_SCALE_SHARE * (1 - SMALL_SCALE_SHARE) / n)
+    assert abs(small.size / n - SMALL_SCALE_SHARE) < 4 * se
+    # log-uniform on [1, 64]: log2 of the scale uniform on [0, 6]
+    u = np.log2(small) / 6.0
+    assert small.min() >= 1.0 and abs(u.mean() - 0.5) < 4 * np.sqrt(1 / 12 / small.size)
+    assert scale_for_draw(1.0, 1.0, rng) == 1.0
+
+
+def test_the_mixture_of_scales_is_reversible_and_moves_where_the_tuned_scale_does_not():
+    """The draw's kernel after tuning is a mixture over scales, with weights that do not
+    depend on the state, of ALBP kernels reversible for the target: reversible too (to
+    1e-10, enumerated). On a strongly coupled lattice, a large tuned scale almost never
+    leaves the ground state; the mixture leaves it at least SMALL_SCALE_SHARE times as
+    often as single-site moves do."""
+    n = 6
+    target = ising_target(n, 0)
+    pi = target_distribution(target, n)
+    nodes, weights = np.polynomial.legendre.leggauss(12)  # log-uniform over [1, 3]
+    log_scales = 0.5 * np.log(3.0) * (nodes + 1.0)
+    matrix = lambda scale: mixture_matrix(lambda r: albp_matrix(target, n, r, "barker"),
+                                          scale, n)
+    tuned = matrix(3.0)
+    small = sum(0.5 * w * matrix(float(np.exp(s))) for w, s in zip(weights, log_scales))
+    P = (1 - SMALL_SCALE_SHARE) * tuned + SMALL_SCALE_SHARE * small
+    assert_reversible(P, pi)
+    np.testing.assert_allclose(pi @ P, pi, atol=1e-12)
+    assert_irreducible_and_aperiodic(P, pi)
+    ones = matrix(1.0)
+    stay = np.diag(P)
+    assert np.all(1 - stay >= SMALL_SCALE_SHARE * 0.5 * (1 - np.diag(ones)) - 1e-12)
