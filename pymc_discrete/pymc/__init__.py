@@ -6,6 +6,7 @@ from pymc_discrete.pymc.choose import Recommendation, recommend
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
+from pymc_discrete.pymc.joint import JointGibbs
 from pymc_discrete.pymc.paired import PairedFlip
 from pymc_discrete.pymc.pas import PAS
 from pymc_discrete.pymc.register import is_registered, register, unregister
@@ -15,6 +16,7 @@ __all__ = [
     "ARWM",
     "BlockedGibbs",
     "CollapsedNUTS",
+    "JointGibbs",
     "NotCollapsible",
     "PAS",
     "PairedFlip",

@@ -18,6 +18,11 @@ density, coloured so that sites of one colour share none) and picks
   whose sites share terms and which switches a continuous variable's elements on and off
   (``g * beta`` in a spike-and-slab regression): each flip redraws the coefficients from
   a Gaussian fit of their conditional;
+* :class:`~pymc_discrete.pymc.joint.JointGibbs` when the block's sites share terms (more
+  than one colour) and the block has at most
+  :data:`~pymc_discrete.kernels.joint.JOINT_MAX_STATES` joint states: every draw is an
+  exact draw from the joint conditional, so no improbable state between two probable
+  ones (explaining away in a small network) slows the chain;
 * :class:`~pymc_discrete.pymc.gibbs.BlockedGibbs` when few colours cover the block: a
   sweep then draws every site from its exact conditional in a few batched evaluations
   (mixture labels, occupancy and capture-recapture indicators, lattices), or the block
@@ -52,7 +57,9 @@ from pytensor.graph.traversal import variable_depends_on
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
 from pymc_discrete.pymc.exact import ExactRatios, block_terms
+from pymc_discrete.kernels.joint import JOINT_MAX_STATES, count_joint_states
 from pymc_discrete.pymc.gibbs import BlockedGibbs
+from pymc_discrete.pymc.joint import JointGibbs
 from pymc_discrete.pymc.paired import PairedFlip, scaled_coefficients, switched_coefficients
 from pymc_discrete.pymc.validation import (
     block_value_vars,
@@ -102,8 +109,8 @@ class Recommendation(NamedTuple):
     Attributes
     ----------
     step : type
-        :class:`CollapsedNUTS`, :class:`PairedFlip`, :class:`BlockedGibbs` or
-        :class:`ALBP`.
+        :class:`CollapsedNUTS`, :class:`PairedFlip`, :class:`JointGibbs`,
+        :class:`BlockedGibbs` or :class:`ALBP`.
     reason : str
         One sentence: what was measured and why it decides.
     n_sites : int
@@ -221,6 +228,15 @@ def recommend(vars=None, model=None, initial_point=None,
                   f"its conditional (a site flipped alone, with {beta.name} where it is, is "
                   "nearly always refused)")
         return Recommendation(PairedFlip, reason, n_sites, c, exact, beta)
+    n_joint = count_joint_states(support.n_values)
+    if c > 1 and n_joint <= JOINT_MAX_STATES:
+        reason = (
+            f"the {n_sites} sites of {names} share terms ({c} colours) and have {n_joint} "
+            "joint states: each draw evaluates them all in one batched evaluation and draws "
+            "the block exactly from its joint conditional, so no improbable state between "
+            f"probable ones slows the chain{why_not}"
+        )
+        return Recommendation(JointGibbs, reason, n_sites, c, exact)
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
             f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "
@@ -281,7 +297,8 @@ class AutoStep(BlockedStep):
     """The step :func:`recommend` chooses, as a step method class PyMC can assign.
 
     ``AutoStep(vars, ...)`` returns a :class:`CollapsedNUTS`, :class:`PairedFlip` (alone
-    or with NUTS in a ``CompoundStep``), :class:`BlockedGibbs` or :class:`ALBP` instance
+    or with NUTS in a ``CompoundStep``), :class:`JointGibbs`, :class:`BlockedGibbs` or
+    :class:`ALBP` instance
     (never an ``AutoStep``), with ``choice_reason`` set to why,
     and logs the choice on the ``pymc.pymc_discrete`` logger (shown with PyMC's own
     messages).
