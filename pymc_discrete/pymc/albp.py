@@ -42,10 +42,17 @@ class ALBP(InformedStep):
         Acceptance rate R is tuned toward, in (0, 1).
     proposal : {"auto", "gradient", "exact"}
         ``"auto"`` (default): the gradient when its ratios are exact for the model
-        (checked against single-site moves at construction); otherwise the gradient only
-        if its single-move proposal agrees with the exact one well enough to pay for the
-        exact ratios' measured extra cost (agreement x cost ratio >= 1), else exact
-        ratios. ``proposal_reason`` says what was measured. The timings are
+        (checked against single-site moves at construction). Otherwise exact ratios
+        whenever the gradient's proposal would practically never offer a move the
+        target allows: at a few states drawn from the exact conditionals, a move whose
+        exact local log-ratio is at least log(1e-3) but which the gradient proposes more
+        than a thousand times less often than exact ratios do (e.g. an indicator that
+        enters a covariance, where the first-order estimate of turning it on is far too
+        low); ``proposal_reason`` then names the sites, and this refusal depends on the
+        model alone, not on timings. Else the gradient only if its single-move proposal
+        agrees with the exact one well enough to pay for the exact ratios' measured
+        extra cost (agreement x cost ratio >= 1), else exact ratios.
+        ``proposal_reason`` says what was measured. The timings are
         measured once per model, block and weight in a process and reused by later
         constructions, so the choice does not change with timing noise between runs of a
         session; a new process measures again (pass ``"gradient"`` or ``"exact"`` for

@@ -55,6 +55,10 @@ class PAS(InformedStep):
         ratios are exact for the model (checked against single-site moves at
         construction), the exact proposal evaluates that same gradient at every point of
         the path, which is then exact and cheaper than the model's batched terms.
+        Before any trial, exact ratios are chosen whenever the gradient's proposal would
+        practically never offer a move the target allows (the check of
+        :class:`~pymc_discrete.pymc.albp.ALBP`, with these weights; it depends on the
+        model alone, and ``proposal_reason`` names the sites).
         ``proposal_reason`` says what was measured. The timings are
         measured once per model, block and weight in a process and reused by later
         constructions, so the choice does not change with timing noise between runs of a
@@ -308,7 +312,10 @@ class PAS(InformedStep):
         the gradient does worse. Where the gradient's single-site ratios are exact, the
         exact proposal evaluates the gradient at every point of the path (exact there
         too, and cheaper than the model's batched terms); otherwise it uses the model's
-        exact ratios, from a draw of their exact conditionals.
+        exact ratios, from a draw of their exact conditionals, and the gradient is
+        refused without a trial where its proposal would practically never offer a move
+        the target allows (:meth:`~InformedStep._exact_trial_starts`, the check ALBP
+        makes: a refusal that depends on the model, not on timings).
         """
         gradient = self._logp_and_ratios
         x0 = self._sites_of(self._initial_point)
@@ -317,7 +324,12 @@ class PAS(InformedStep):
         else:
             self._compile_exact_ratios()
             exact = self._logp_and_ratios  # their compiled target with compiled_loop
-            starts = self._conditional_draws(self._exact_source, x0)
+            # the first move of a PAFS path is drawn from the gradient's ratios at x: a
+            # move they would practically never offer refuses them, as for ALBP
+            starts, _, refusal = self._exact_trial_starts(x0, gradient)
+            if refusal is not None:
+                self._refuse_gradient(exact, refusal)
+                return
         scale = min(self.AUTO_TRIAL_PATH_LENGTH, self._max_scale_for("exact"),
                     self._max_scale_for("gradient"))
         rng = np.random.default_rng(0)
@@ -367,27 +379,6 @@ class PAS(InformedStep):
             return self._max_scale(self.n_sites)
         finally:
             self.proposal = saved
-
-    def _conditional_draws(self, exact, x0: np.ndarray) -> list[np.ndarray]:
-        """Starts of the trials: a sweep of the exact conditionals of ``exact`` (an
-        :class:`~pymc_discrete.pymc.exact.ExactRatios`) from the initial point (rarely
-        typical itself), with the other variables at their initial values and moved
-        around them (as the trials then run)."""
-        from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
-
-        rng = np.random.default_rng(0)
-        starts = []
-        try:
-            for perturb in (False, True):
-                self._set_other_variables(perturb, rng)
-                start, _ = blocked_gibbs_sweep(
-                    GibbsState(x0, 0.0), rng, exact.colour_conditionals,
-                    exact.colour_sites(), exact=True,
-                )
-                starts.append(start.x)
-        finally:
-            self._set_other_variables(False, rng)
-        return starts
 
     def _trial_jumps(self, source, proposal: str, x: np.ndarray,
                      scale: float) -> tuple[float, float]:
