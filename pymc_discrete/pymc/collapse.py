@@ -309,6 +309,12 @@ class _MarginalNUTS(NUTS):
         return {**point, **new}, stats
 
 
+# PyMC's log lists the parts of a compound step by class name (``type(step).__name__``)
+# and the compound itself only as "CompoundStep": the parts carry the name of the step
+# users asked for (the module and qualified name, which pickling uses, are unchanged)
+_MarginalNUTS.__name__ = "CollapsedNUTS (NUTS on the marginal)"
+
+
 def _site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
     """(N, K) sums of every site's terms at each row of ``terms`` (K, M), from the CSR
     lists of the structure (0 for a site without terms)."""
@@ -364,6 +370,9 @@ class _ExactDraw(ArrayStepShared):
             {"accept": 1.0, "jump_distance": int(n_changed)}]
 
 
+_ExactDraw.__name__ = "CollapsedNUTS (exact draw)"
+
+
 class CollapsedNUTS(CompoundStep):
     """NUTS on the continuous variables with a block of conditionally independent discrete
     sites summed out, then the block drawn exactly from its conditional.
@@ -400,9 +409,14 @@ class CollapsedNUTS(CompoundStep):
 
     Notes
     -----
+    PyMC's log lists the step as a ``CompoundStep`` of two parts:
+    ``CollapsedNUTS (NUTS on the marginal)`` on the continuous variables and
+    ``CollapsedNUTS (exact draw)`` on the block.
+
     Sampler statistics: NUTS's (``diverging``, ``tree_depth``, ...) and the draw's
-    (``accept``, always 1: an exact draw; ``jump_distance``: sites changed). The model's log density is not
-    reported (PyMC keeps only the last step's, and the draw's is not the joint's).
+    (``accept``, always 1: an exact draw; ``jump_distance``: sites changed). The model's
+    log density is not reported (PyMC keeps only the last step's, and the draw's is not
+    the joint's).
     A NUTS gradient evaluates the block's terms at K states (K values per site): cheap
     for labels and indicators, K times the likelihood for a switch point with K years.
 

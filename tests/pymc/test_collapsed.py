@@ -6,6 +6,7 @@ by register(), and reproducibility."""
 from __future__ import annotations
 
 import itertools
+import logging
 
 import arviz as az
 import numpy as np
@@ -346,7 +347,7 @@ def test_sites_that_share_a_term_are_refused():
         pm.Potential("c", z[0] * z[1] * 1.0)
         with pytest.raises(pmd.NotCollapsible, match="share terms"):
             pmd.CollapsedNUTS([z])
-        assert pmd.recommend([z], model=model).step is pmd.BlockedGibbs
+        assert pmd.recommend([z], model=model).step is pmd.JointGibbs  # 8 joint states
 
 
 def test_support_that_depends_on_the_continuous_variables_is_refused():
@@ -444,6 +445,30 @@ def test_plain_pm_sample_runs_the_collapsed_step(registered):
     idata = _sample(_occupancy_model(), draws=100, tune=100, chains=2)
     assert {"tree_depth", "diverging", "jump_distance"} <= set(idata.sample_stats.data_vars)
     assert (idata.posterior["z"].values[..., 0] == 1).all()
+
+
+@pytest.mark.slow
+def test_pymc_lists_the_parts_under_their_documented_names(caplog):
+    """PyMC's log names the parts of a compound step by class name: the documented names
+    of CollapsedNUTS's two parts, next to another step, and no private class name."""
+    model = _occupancy_model()
+    with model:
+        extra = pm.Categorical("extra", np.ones(3) / 3)
+        step = [pmd.CollapsedNUTS([model["z"]]), pmd.ARWM([extra])]
+        with caplog.at_level(logging.INFO, logger="pymc"):
+            pm.sample(draws=5, tune=5, chains=1, cores=1, step=step, random_seed=1,
+                      progressbar=False, compute_convergence_checks=False)
+    steps = [r.getMessage().lstrip(">") for r in caplog.records
+             if r.name.startswith("pymc") and r.getMessage().startswith(">")]
+    assert ">>CollapsedNUTS (NUTS on the marginal): [psi, p]" in caplog.text
+    assert ">>CollapsedNUTS (exact draw): [z]" in caplog.text
+    assert ">ARWM: [extra]" in caplog.text
+    assert steps and not [line for line in steps if line.startswith("_")], steps
+    assert "_MarginalNUTS" not in caplog.text and "_ExactDraw" not in caplog.text
+    nuts, draw = step[0].methods
+    assert isinstance(nuts, pm.NUTS)  # still the classes the code and pickles know
+    assert type(nuts).__qualname__ == "_MarginalNUTS"
+    assert type(draw).__qualname__ == "_ExactDraw"
 
 
 def test_target_accept_reaches_the_nuts_inside(registered):
