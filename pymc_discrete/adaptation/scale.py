@@ -243,6 +243,15 @@ class ScaleAdapter:
     #: shape of the curve fitted to the window (:func:`fitted_crossing`)
     _LINK = "scaling"
 
+    #: the frozen scale lies within the range of scales used over this last share of
+    #: tuning (at least :attr:`_MIN_WINDOW` updates)
+    _TAIL = 0.125
+
+    def _tail_length(self) -> int:
+        """Number of the last updates of tuning whose scales bound the frozen one."""
+        n = self._late_count if self.n_tune is None else int(self.n_tune * self._TAIL)
+        return max(self._MIN_WINDOW, n)
+
     def _window_solution(self) -> float:
         """Log scale at which the curve fitted to the window's signals meets the target
         (:func:`fitted_crossing`), within the window's range of log scales."""
@@ -259,11 +268,18 @@ class ScaleAdapter:
         With a known number of tuning draws the frozen value comes from the last window
         of tuning (the second half; before it, the transient from the initial scale and
         from the chain's start): the scale where the curve of acceptance against log
-        scale meets the target (module docstring); otherwise it is the
-        dual-averaging average.
+        scale meets the target (module docstring), kept within the range of scales
+        the last eighth of tuning used (the end of tuning, not the whole window, says
+        where the chain is); otherwise it is the dual-averaging average.
         """
         if self.tuning and self._late_count > 0:
             final = math.exp(self._window_solution())
+            # a scale the end of tuning used: the fit describes the whole last window,
+            # and a chain whose target changed late in it (a mixture whose means settled
+            # after most of the window was spent elsewhere) would otherwise freeze a
+            # scale fitted to a state it has left
+            recent = self._window_log_scales[-self._tail_length():]
+            final = min(max(final, math.exp(min(recent))), math.exp(max(recent)))
         elif self.tuning and self._state.step > 0:
             final = dual_averaging_final(self._state)
         else:

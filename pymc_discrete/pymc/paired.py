@@ -13,18 +13,21 @@ from pymc.model import modelcontext
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
+from pymc.stats.convergence import SamplerWarning
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.graph.basic import Variable
 from pytensor.gradient import jacobian
 from pytensor.graph.replace import clone_replace
 
 from pymc_discrete.kernels.paired import (
-    NEWTON_STEPS,
+    MAX_NEWTON_STEPS,
     GaussianFit,
     log_density,
     metropolis_log_ratio,
+    newton_ascent,
 )
 from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.stall import StallWatch
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = ["PairedFlip", "scaled_coefficients", "switched_coefficients"]
@@ -69,6 +72,38 @@ def _probe_point(model, g, initial_point: dict, pattern: np.ndarray,
     return point
 
 
+def _concave(model, beta, points: list[dict]) -> bool:
+    """Whether the log density is strictly concave in ``beta`` at every point (its
+    negative Hessian in ``beta`` positive definite, by a Cholesky factorisation).
+
+    PairedFlip's proposal is a Gaussian fitted by Newton ascent to ``beta``'s conditional
+    mode, the negative Hessian there its precision: the Laplace approximation, a proposal
+    the flips accept where the conditional is log-concave (a linear, logistic or Poisson
+    regression with a Gaussian prior). Where the Hessian is singular or indefinite (a
+    Laplace prior, flat while the site is off; a likelihood with heavy tails) the ascent
+    stops short and the fit falls back to unit precision, which the flips practically
+    never accept: the indicators would not move."""
+    n = int(np.size(points[0][beta.name]))
+    gradient = pt.grad(model.logp(), beta).ravel()
+    hessian = jacobian(gradient, beta, vectorize=True).reshape((n, n))
+    fn = pm_compile(model.value_vars, hessian, on_unused_input="ignore")
+    for point in points:
+        h = np.asarray(fn(**{v.name: point[v.name] for v in model.value_vars}), dtype=float)
+        if not np.all(np.isfinite(h)):
+            return False
+        try:
+            np.linalg.cholesky(-0.5 * (h + h.T))
+        except np.linalg.LinAlgError:
+            return False
+    return True
+
+
+#: why a pairing found is not used where the log density is not concave in it
+_NOT_CONCAVE = ("the log density is not concave in {beta} at every probe point (the "
+                "Gaussian fit of its conditional, PairedFlip's proposal, would not be "
+                "accepted)")
+
+
 def switched_coefficients(model, indicator, initial_point: dict | None = None,
                           seed: int = 0) -> tuple[Variable | None, str]:
     """The continuous variable whose element ``j`` the indicator's site ``j`` switches.
@@ -78,6 +113,11 @@ def switched_coefficients(model, indicator, initial_point: dict | None = None,
     while ``g_j = 0`` and not while ``g_j = 1`` (``g * beta`` in a regression). Checked on
     the gradient at :data:`PROBE_POINTS` points: the initial point with the continuous
     variables perturbed and random indicators (each site both on and off among them).
+    Only a variable in which the log density is also strictly concave at those points is
+    returned: :class:`PairedFlip`'s proposal is the Laplace approximation of its
+    conditional, right for a log-concave one (a linear, logistic or Poisson regression
+    with Gaussian priors), refused nearly always where the Hessian is singular or
+    indefinite.
 
     Parameters
     ----------
@@ -104,6 +144,7 @@ def switched_coefficients(model, indicator, initial_point: dict | None = None,
     patterns = rng.integers(0, 2, (PROBE_POINTS // 2, n))
     patterns = np.concatenate([patterns, 1 - patterns])  # every site both on and off
     points = [_probe_point(model, g, initial_point, pattern, rng) for pattern in patterns]
+    not_concave = None
     for beta in candidates:
         own = model.values_to_rvs[beta]
         others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
@@ -118,8 +159,14 @@ def switched_coefficients(model, indicator, initial_point: dict | None = None,
                 break
             seen_on |= (pattern == 1) & (grad != 0.0)
         if switched and seen_on.all():
+            if not _concave(model, beta, points):
+                not_concave = beta
+                continue
             return beta, (f"every element of {beta.name} enters the log density (beyond its "
                           f"prior) only while its site of {g.name} is 1")
+    if not_concave is not None:
+        return None, (f"{g.name} switches {not_concave.name}, but "
+                      + _NOT_CONCAVE.format(beta=not_concave.name))
     return None, (f"no continuous variable of {n} elements is switched off by {g.name} "
                   "(flat in the likelihood wherever its site is 0)")
 
@@ -135,7 +182,9 @@ def scaled_coefficients(model, indicator, initial_point: dict | None = None,
     with the continuous variables perturbed, random indicators), flipping every site in
     turn. Summed out, such a block leaves NUTS a mixture of a narrow and a wide
     component in every ``beta_j``, which it does not cross; flipping ``g_j`` with a fresh
-    ``beta`` (:class:`PairedFlip`) does.
+    ``beta`` (:class:`PairedFlip`) does. As for :func:`switched_coefficients`, only a
+    variable in which the log density is strictly concave at the probe points is
+    returned.
 
     Parameters
     ----------
@@ -164,6 +213,7 @@ def scaled_coefficients(model, indicator, initial_point: dict | None = None,
     for _ in range(max(PROBE_POINTS // 2, 1)):
         pattern = rng.integers(0, 2, n)
         points.append(_probe_point(model, g, initial_point, pattern, rng))
+    not_concave = None
     for beta in candidates:
         own = model.values_to_rvs[beta]
         others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
@@ -187,10 +237,16 @@ def scaled_coefficients(model, indicator, initial_point: dict | None = None,
                     break
             if not paired:
                 break
+        if paired and not _concave(model, beta, points):
+            not_concave = beta
+            continue
         if paired:
             return beta, (f"site j of {g.name} acts on element j of {beta.name} alone (a "
                           "scale mixture: summed out, each element's density would be a "
                           "mixture NUTS does not cross)")
+    if not_concave is not None:
+        return None, (f"site j of {g.name} acts on element j of {not_concave.name} alone, "
+                      "but " + _NOT_CONCAVE.format(beta=not_concave.name))
     return None, (f"no continuous variable of {n} elements has each element acted on by "
                   f"its site of {g.name} alone")
 
@@ -208,9 +264,10 @@ class PairedFlip(ArrayStepShared):
     the current indicators as the reverse move (see :mod:`pymc_discrete.kernels.paired`).
     The move is exact whatever the model; where ``beta``'s conditional is Gaussian (a
     linear regression given the noise scale) it is a collapsed Gibbs update of the
-    indicators, ``beta`` integrated out. Pair it with NUTS on the continuous variables
-    (``beta`` included); ``pmd.register()`` does so when it finds the pairing
-    (:func:`switched_coefficients`).
+    indicators, ``beta`` integrated out; elsewhere (a logistic or Poisson regression)
+    the fit is the conditional's Laplace approximation, Newton ascent to its mode. Pair
+    it with NUTS on the continuous variables (``beta`` included); ``pmd.register()`` does
+    so when it finds the pairing (:func:`switched_coefficients`).
 
     Parameters
     ----------
@@ -221,12 +278,16 @@ class PairedFlip(ArrayStepShared):
         :func:`switched_coefficients` finds; an error if none).
     model : pymc.Model, optional
     initial_point, compile_kwargs, rng, blocked
-        As for PyMC's steps. The fits start from ``coefficients``' value at
-        ``initial_point``.
+        As for PyMC's steps. The fits start from a fixed anchor: ``coefficients``' value
+        at ``initial_point`` where the log density is quadratic in them, else their
+        conditional mode there with every indicator on.
     newton_steps : int, optional
-        Newton steps per fit (an evaluation of the gradient and Hessian each). Default:
-        one where the log density is quadratic in the coefficients (checked at
-        construction: the fit is then exact), else two.
+        Most Newton steps per fit (an evaluation of the gradient and Hessian each).
+        Default: one where the log density is quadratic in the coefficients (checked at
+        construction: the fit is then exact), else
+        :data:`~pymc_discrete.kernels.paired.MAX_NEWTON_STEPS`, the ascent stopping at
+        the conditional's mode (a Laplace fit): a fit short of the mode can be a
+        proposal the flips practically never accept.
     refresh : bool
         Before the flips, also propose the coefficients afresh from the fit at the
         current indicators (no extra evaluation: that fit is the reverse move of the
@@ -244,10 +305,11 @@ class PairedFlip(ArrayStepShared):
 
     Notes
     -----
-    Cost per draw: one call of a compiled function per proposal (the refresh, one per
-    site, one per swap), each ``newton_steps`` evaluations of the gradient and Hessian
-    with respect to ``coefficients`` (p x p for p coefficients), as many Cholesky
-    factorisations and one log density evaluation. Sampler
+    Cost per draw: one fit per proposal (the refresh, one per site, one per swap), each
+    one evaluation of the gradient and Hessian with respect to ``coefficients`` (p x p
+    for p coefficients) and a Cholesky factorisation per Newton step (one for a
+    quadratic log density, as many as the ascent to the mode takes otherwise), and one
+    log density evaluation. Sampler
     statistics: ``accept`` (mean acceptance probability of the draw's flips and swaps) and
     ``jump_distance`` (sites whose state changed over the draw's moves, counted per move).
 
@@ -265,7 +327,14 @@ class PairedFlip(ArrayStepShared):
     """
 
     name = "paired_flip"
-    stats_dtypes_shapes = {"accept": (np.float64, []), "jump_distance": (np.int64, [])}
+    stats_dtypes_shapes = {"accept": (np.float64, []), "jump_distance": (np.int64, []),
+                           "warning": (SamplerWarning, None)}
+    #: what to try when no indicator moved for many draws after tuning
+    _stall_advice = (
+        "The fitted proposal of the coefficients may not suit this likelihood: try "
+        "pmd.JointGibbs or pmd.BlockedGibbs for the indicators with NUTS for the "
+        "coefficients, or pm.sample's default steps."
+    )
 
     def __init__(self, vars=None, coefficients=None, *, model=None, initial_point=None,
                  compile_kwargs: dict | None = None, newton_steps: int | None = None,
@@ -305,14 +374,35 @@ class PairedFlip(ArrayStepShared):
         self._n = n
         gradient = pt.grad(logp, flat)
         hessian = jacobian(gradient, flat, vectorize=True)
-        #: Newton steps per fit: one where the log density is quadratic in the
-        #: coefficients (the fit is then exact), else NEWTON_STEPS
+        #: most Newton steps per fit: one where the log density is quadratic in the
+        #: coefficients (the fit is then exact), else MAX_NEWTON_STEPS (to the mode)
         self.newton_steps = int(newton_steps or (
-            1 if self._quadratic(pm_compile([g, flat], hessian, **kwargs)) else NEWTON_STEPS))
+            1 if self._quadratic(pm_compile([g, flat], hessian, **kwargs))
+            else MAX_NEWTON_STEPS))
+        chol = pt.linalg.cholesky(-0.5 * (hessian + hessian.T), lower=True, on_error="nan")
+        step = pt.linalg.cho_solve((chol, True), gradient)
         normal = pt.vector("normal", dtype=self._b_dtype, shape=(self._anchor.size,))
+        start = pt.vector("start", dtype=self._b_dtype, shape=(self._anchor.size,))
         self._propose = pm_compile(
-            [g, normal], self._proposal_graph(logp, flat, gradient, hessian, normal), **kwargs)
+            [g, start, normal], self._proposal_graph(logp, flat, step, chol, start, normal),
+            **kwargs)
         self._logp.trust_input = self._propose.trust_input = True
+        # the ascent's steps before the last (which the proposal takes): (g, b) -> (log
+        # density, gradient, Newton step), the step nan where -Hessian is not positive
+        # definite
+        self._newton = None
+        if self.newton_steps > 1:
+            self._newton = pm_compile([g, flat], [logp, gradient, step], **kwargs)
+            self._newton.trust_input = True
+            # the anchor moves to the conditional's mode with every indicator on (the
+            # other variables at the initial point), fixed from here on: near the modes
+            # of all indicators (an excluded coefficient's conditional is its prior
+            # alone), so a fit takes a few steps, where the initial value (often 0) can be
+            # many standard deviations from them
+            on = self._g(np.ones(n, dtype=np.int64))
+            self._anchor = newton_ascent(
+                lambda b: self._newton(on, b.astype(self._b_dtype)), self._anchor,
+                self.newton_steps)
         self.refresh = bool(refresh)
         if swaps is not None and swaps < 0:
             raise ValueError(f"swaps must be at least 0, got {swaps}")
@@ -321,29 +411,24 @@ class PairedFlip(ArrayStepShared):
         #: the name of the paired continuous variable's value variable
         self.coefficients_name = beta.name
         super().__init__([g, beta], shared, blocked, rng=rng)
+        self._stall_watch = StallWatch("PairedFlip", [g.name], self._stall_advice)
+        self._n_tune, self._draw = 0, 0
 
-    def _proposal_graph(self, logp, flat, gradient, hessian, normal) -> list:
-        """``(g, z) -> (b', log p(g, b'), log q(b' | g), the fit's mean, Cholesky factor
-        of its precision and log normaliser)``: Newton steps from the anchor on the log
-        density in the coefficients at the indicators ``g``, then ``b' = mean + L^-T z``.
+    def _proposal_graph(self, logp, flat, step, chol, start, normal) -> list:
+        """``(g, start, z) -> (b', log p(g, b'), log q(b' | g), the fit's mean, Cholesky
+        factor of its precision and log normaliser)``: the fit's last Newton step, from
+        ``start`` (the anchor, or where :func:`newton_ascent` stopped) on the log density
+        in the coefficients at the indicators ``g``, then ``b' = mean + L^-T z``.
 
-        A step is taken only where its result is finite and ``P = -Hessian`` positive
-        definite (a Cholesky factor with a positive diagonal); after a failed step the fit stays where it was, and if the first fails
-        it is the anchor with unit precision (the move stays exact, only its acceptance
-        suffers)."""
+        Where the step is not finite or ``P = -Hessian`` not positive definite at
+        ``start`` (a Cholesky factor with a positive diagonal), the fit is ``start`` with
+        unit precision (the move stays exact, only its acceptance suffers)."""
         p = self._anchor.size
-        chol = pt.linalg.cholesky(-0.5 * (hessian + hessian.T), lower=True, on_error="nan")
-        newton = flat + pt.linalg.cho_solve((chol, True), gradient)
-        mean = pt.constant(self._anchor.astype(self._b_dtype))
-        precision_chol = pt.eye(p, dtype=self._b_dtype)
-        alive = None
-        for _ in range(self.newton_steps):
-            step_mean, step_chol = clone_replace([newton, chol], {flat: mean})
-            finite = (pt.all(pt.isfinite(step_mean)) & pt.all(pt.isfinite(step_chol))
-                      & pt.all(pt.diag(step_chol) > 0))
-            alive = finite if alive is None else alive & finite
-            mean = pt.switch(alive, step_mean, mean)
-            precision_chol = pt.switch(alive, step_chol, precision_chol)
+        step_mean, step_chol = clone_replace([flat + step, chol], {flat: start})
+        alive = (pt.all(pt.isfinite(step_mean)) & pt.all(pt.isfinite(step_chol))
+                 & pt.all(pt.diag(step_chol) > 0))
+        mean = pt.switch(alive, step_mean, start)
+        precision_chol = pt.switch(alive, step_chol, pt.eye(p, dtype=self._b_dtype))
         scale = pt.linalg.solve_triangular(precision_chol, pt.eye(p, dtype=self._b_dtype),
                                            lower=True, trans="T")
         proposal = mean + scale @ normal
@@ -378,12 +463,26 @@ class PairedFlip(ArrayStepShared):
         """The coefficients proposed with the indicators ``g`` from standard normal
         variates: ``(b', log p(g, b'), log q(b' | g), the fit q(. | g))``, the other
         variables at their current values."""
+        g = self._g(g)
+        start = self._anchor.astype(self._b_dtype)
+        if self._newton is not None:
+            # from the fixed anchor, never the current coefficients: the fit is then a
+            # function of g and the other variables alone, the same when it serves as
+            # the reverse move
+            start = newton_ascent(lambda b: self._newton(g, b.astype(self._b_dtype)),
+                                  start, self.newton_steps).astype(self._b_dtype)
         b, logp, log_q, mean, chol, log_norm = self._propose(
-            self._g(g), np.asarray(normal, dtype=self._b_dtype))
+            g, start, np.asarray(normal, dtype=self._b_dtype))
         logp = float(logp)
         return (np.asarray(b, dtype=float), logp if np.isfinite(logp) else -np.inf,
                 float(log_q), GaussianFit(np.asarray(mean, dtype=float),
                                           np.asarray(chol, dtype=float), float(log_norm)))
+
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Start a chain: new generator; the stall watch counts the draws after ``tune``."""
+        super().setup_chain(rng, tune, draws)
+        self._stall_watch.start_chain(self.rng, draws)
+        self._n_tune, self._draw = int(tune), 0
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict]]:
         n = self._n
@@ -412,8 +511,12 @@ class PairedFlip(ArrayStepShared):
             accept += probability
             moved += 2 * int(np.array_equal(g, g_new))
         data = np.concatenate([g.astype(q0.data.dtype), b.astype(q0.data.dtype)])
+        tuning = self._draw < self._n_tune
+        self._draw += 1
+        warning = self._stall_watch.record(moved > 0, tuning)
         return RaveledVars(data, q0.point_map_info), [
-            {"accept": accept / max(n + self.swaps, 1), "jump_distance": moved}]
+            {"accept": accept / max(n + self.swaps, 1), "jump_distance": moved,
+             "warning": warning}]
 
     def _metropolis(self, g, b, logp, fit, g_new):
         """One Metropolis-Hastings move to the indicators ``g_new`` with coefficients

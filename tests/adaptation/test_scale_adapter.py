@@ -61,6 +61,19 @@ def test_frozen_scale_is_that_of_the_end_of_a_transient():
     assert abs(errors.mean()) < np.log(1.05), np.exp(errors.mean())
 
 
+def test_a_late_change_of_the_target_does_not_freeze_the_old_scale():
+    """A chain that spends most of tuning in one state of the target and reaches
+    another at 85 % of tuning (a mixture whose means settle late), where the scale
+    that reaches the target is ten times smaller: the frozen scale is one the end of
+    tuning used, within a factor 2 of the new root (the fit through the whole last
+    window froze about 3.5 times the root: a chain that then accepts almost nothing)."""
+    def shift(step):
+        return 0.1 if step < 1700 else 1.0
+
+    errors = np.array([_tune(0.574, seed, shift=shift) for seed in range(20)])
+    assert np.all(np.abs(errors) < np.log(2.0)), np.exp(errors)
+
+
 def test_tuning_restarts_in_windows_from_the_windows_estimate():
     tuner = ScaleAdapter(0.5, 1.0, 1.0, 100.0)
     tuner.start(n_tune=1000)

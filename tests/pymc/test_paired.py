@@ -17,7 +17,12 @@ import pytest
 from scipy.special import expit, log_expit, logsumexp
 
 import pymc_discrete as pmd
-from pymc_discrete.kernels.paired import log_density, metropolis_log_ratio
+from pymc_discrete.kernels.paired import (
+    MAX_NEWTON_STEPS,
+    log_density,
+    metropolis_log_ratio,
+    newton_ascent,
+)
 from pymc_discrete.pymc.paired import scaled_coefficients, switched_coefficients
 from tests.pymc.joint import assert_joint_frequencies_match
 
@@ -182,14 +187,15 @@ def _logistic():
 
 
 def test_a_logistic_regression_matches_quadrature():
-    """A likelihood that is not Gaussian in beta: two Newton steps, the fit approximate,
-    the chain exact (patterns per chain and beta's means against quadrature)."""
+    """A likelihood that is not Gaussian in beta: the fit (Newton ascent to the mode) is
+    approximate, the chain exact (patterns per chain and beta's means against
+    quadrature)."""
     model, patterns, probs, beta_mean = _logistic()
     assert probs.min() > 0.1
     with model:
         step = pmd.PairedFlip([model["g"]])
         nuts = pm.NUTS([model["beta"]])
-    assert step.newton_steps == 2
+    assert step.newton_steps == MAX_NEWTON_STEPS
     idata = _sample(model, [step, nuts], seed=9)
     assert_joint_frequencies_match(idata, ["g"], patterns, probs, n_mcse=N_MCSE)
     _assert_means(idata, "beta", beta_mean)
@@ -329,3 +335,187 @@ def test_same_seed_same_draws_on_one_and_two_cores():
             np.testing.assert_array_equal(runs[0].posterior[name].values,
                                           other.posterior[name].values)
     assert np.unique(runs[0].posterior["beta"].values[..., 0]).size > 50
+
+
+# ---- non-Gaussian conditionals: the fit is a Laplace fit (issue 30) ----------------------
+
+
+def test_newton_ascent_reaches_the_mode_where_full_newton_steps_overshoot():
+    """On -log cosh(b - 3) from 0 a full Newton step lands near 100 (and full steps
+    diverge from there); the damped ascent reaches the mode. It stops at the start where
+    the density is not concave there, and takes at most ``max_steps - 1`` steps."""
+
+    def newton(b):  # concave, curvature vanishing away from the mode
+        x = b - 3.0
+        return -np.log(np.cosh(x)).sum(), -np.tanh(x), -np.sinh(x) * np.cosh(x)
+
+    start = np.zeros(2)
+    assert abs(newton(start)[2][0]) > 90  # the full step overshoots
+    np.testing.assert_allclose(newton_ascent(newton, start, 50), [3.0, 3.0], atol=1e-8)
+    np.testing.assert_array_equal(newton_ascent(newton, start, 1), start)
+    one = newton_ascent(newton, start, 2)  # one step, halved until it rises enough
+    assert np.all((0.0 < one) & (one < 10.0)) and not np.allclose(one, 3.0)
+
+    def convex(b):
+        return float(b @ b), 2 * b, np.full_like(b, np.nan)  # no Newton step
+
+    np.testing.assert_array_equal(newton_ascent(convex, np.ones(2), 50), np.ones(2))
+
+
+def _strong_logistic_selection(n: int = 150):
+    """A logistic spike-and-slab with an intercept, four correlated predictors, one
+    strong effect (its coefficient's posterior several standard deviations from 0, where
+    a fit of a few Newton steps from the initial point falls far short) and one that is
+    in about half the time."""
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(n, 1))
+    X = np.sqrt(0.5) * z + np.sqrt(0.5) * rng.normal(size=(n, 4))
+    y = (rng.random(n) < expit(0.5 + X @ np.array([8.0, 0.0, -2.0, 0.0]))).astype(int)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 2.0)
+        g = pm.Bernoulli("g", 0.2, shape=4)
+        beta = pm.Normal("beta", 0.0, 1.0, shape=4)
+        pm.Bernoulli("y", logit_p=a + pm.math.dot(X, g * beta), observed=y)
+    return model, X, y
+
+
+def _inclusion_by_importance_sampling(X, y, draws: int = 4000) -> np.ndarray:
+    """P(g_j = 1) of :func:`_strong_logistic_selection`, independently of the package:
+    for each of the 16 patterns, the marginal likelihood of (intercept, included
+    coefficients) by importance sampling from a Student t on the conditional's Laplace
+    fit (scipy's optimiser; the excluded coefficients integrate their prior to 1)."""
+    from scipy import optimize, stats
+
+    rng = np.random.default_rng(0)
+    patterns = np.array(list(itertools.product((0, 1), repeat=4)))
+    log_mass = []
+    for g in patterns:
+        design = np.column_stack([np.ones(len(y)), X[:, g == 1]])
+        precision0 = np.r_[0.25, np.ones(g.sum())]  # intercept N(0, 2^2), slab N(0, 1)
+
+        def log_joint(t):
+            eta = t @ design.T
+            return ((y * log_expit(eta) + (1 - y) * log_expit(-eta)).sum(-1)
+                    - 0.5 * (t**2 * precision0).sum(-1)
+                    + 0.5 * np.log(precision0).sum()
+                    - 0.5 * len(precision0) * np.log(2 * np.pi))
+
+        def negative(t):
+            return -log_joint(t), -(design.T @ (y - expit(design @ t)) - precision0 * t)
+
+        mode = optimize.minimize(negative, np.zeros(design.shape[1]), jac=True,
+                                 method="BFGS", options={"gtol": 1e-10}).x
+        mu = expit(design @ mode)
+        precision = (design.T * (mu * (1 - mu))) @ design + np.diag(precision0)
+        proposal = stats.multivariate_t(mode, 1.2 * np.linalg.inv(precision), df=6, seed=rng)
+        t = proposal.rvs(draws).reshape(draws, -1)
+        log_w = log_joint(t) - proposal.logpdf(t)
+        w = np.exp(log_w - log_w.max())
+        assert w.std() / w.mean() / np.sqrt(draws) < 0.01  # 1% of the mass at most
+        log_mass.append(logsumexp(log_w) - np.log(draws)
+                        + np.sum(np.where(g, np.log(0.2), np.log(0.8))))
+    log_mass = np.array(log_mass)
+    return np.exp(log_mass - logsumexp(log_mass)) @ patterns
+
+
+def test_the_fit_of_a_logistic_regression_is_its_laplace_approximation():
+    """Away from the anchor (the conditional's mode with every site on) the fit is the
+    conditional's mode and the Hessian there, to 1e-6 (against scipy's optimiser); the
+    fit at given indicators is the same whatever was fitted before (so the reverse move's
+    density is the one the forward draw would have had), and one Metropolis-Hastings move
+    uses the exact Gaussian densities of both draws."""
+    from scipy import optimize, stats
+
+    model, X, y = _strong_logistic_selection()
+    with model:
+        step = pmd.PairedFlip([model["g"]], rng=np.random.default_rng(1))
+    assert step.newton_steps == MAX_NEWTON_STEPS
+    a = 0.7  # the intercept, shared: not the initial point's
+    step.shared["a"].set_value(np.asarray(a))
+
+    def log_conditional(b, g):
+        eta = a + X @ (g * b)
+        return (y * log_expit(eta) + (1 - y) * log_expit(-eta)).sum() - 0.5 * b @ b
+
+    fits = {}
+    for g in ([1, 0, 1, 0], [1, 1, 0, 0], [0, 0, 0, 1], [1, 1, 1, 1]):
+        g = np.array(g)
+        mode = optimize.minimize(lambda b: -log_conditional(b, g), np.zeros(4),
+                                 method="BFGS", options={"gtol": 1e-10}).x
+        mu = expit(a + X @ (g * mode))
+        hessian = ((X * g).T * (mu * (1 - mu))) @ (X * g) + np.eye(4)
+        b, logp, log_q, fit = step.proposal(g, np.array([0.3, -1.1, 0.4, 0.9]))
+        np.testing.assert_allclose(fit.mean, mode, atol=1e-6)
+        np.testing.assert_allclose(fit.chol_precision @ fit.chol_precision.T, hessian,
+                                   rtol=1e-6)
+        exact = stats.multivariate_normal(fit.mean, np.linalg.inv(hessian)).logpdf(b)
+        assert log_q == pytest.approx(exact, abs=1e-6)
+        assert logp == pytest.approx(log_conditional(b, g) + np.sum(
+            np.where(g, np.log(0.2), np.log(0.8))) - 2 * np.log(2 * np.pi)
+            + stats.norm(0, 2).logpdf(a), abs=1e-8)
+        fits[tuple(g)] = fit
+    for g, fit in reversed(fits.items()):  # refitted in another order: the same fits
+        again = step.proposal(np.array(g), np.zeros(4))[3]
+        np.testing.assert_array_equal(again.mean, fit.mean)
+        np.testing.assert_array_equal(again.chol_precision, fit.chol_precision)
+    # one move from (g, b) to g' = g with site 1 on: log alpha is the ratio of the
+    # target densities times that of the two Gaussian proposal densities, scipy's
+    g, g_new = np.array([1, 0, 1, 0]), np.array([1, 1, 1, 0])
+    b = fits[tuple(g)].mean + 0.1
+    logp = step._log_density(g, b)
+    state = step.rng.bit_generator.state
+    _, _, _, _, probability = step._metropolis(g, b, logp, fits[tuple(g)], g_new)
+    step.rng.bit_generator.state = state
+    b_new = step.proposal(g_new, step.rng.standard_normal(4))[0]
+
+    def log_q(x, fit):
+        cov = np.linalg.inv(fit.chol_precision @ fit.chol_precision.T)
+        return stats.multivariate_normal(fit.mean, cov).logpdf(x)
+
+    log_alpha = (step._log_density(g_new, b_new) - logp + log_q(b, fits[tuple(g)])
+                 - log_q(b_new, step.proposal(g_new, np.zeros(4))[3]))
+    assert probability == pytest.approx(np.exp(min(log_alpha, 0.0)), rel=1e-8)
+    assert 0.0 < probability < 1.0
+
+
+def test_register_mixes_a_logistic_spike_and_slab(caplog):
+    """The issue's model, small: register() picks PairedFlip, whose Laplace fits let
+    the indicators flip in most draws (the two-step fit it replaced fails both floors
+    below); r-hat of beta below 1.05 over 2 chains, and the inclusion probabilities
+    within 4 MCSE of importance sampling."""
+    model, X, y = _strong_logistic_selection()
+    truth = _inclusion_by_importance_sampling(X, y)
+    assert truth[0] > 0.999 and 0.3 < truth[2] < 0.7  # one in, one in about half the time
+    pmd.register()
+    try:
+        with caplog.at_level(logging.INFO, logger="pymc"):
+            idata = _sample(model, None, draws=1000, tune=500, seed=3)
+    finally:
+        pmd.unregister()
+    assert "pymc_discrete chose PairedFlip for [g]" in caplog.text
+    stats = idata.sample_stats
+    assert float((stats["jump_distance"] > 0).mean()) > 0.5
+    assert float(stats["accept"].mean()) > 0.1
+    assert float(az.rhat(idata.posterior["beta"]).max()) < 1.05
+    draws = idata.posterior["g"].values
+    assert draws[..., 0].min() == 1
+    for j in (1, 2, 3):
+        se = float(az.mcse(draws[..., j]))
+        assert abs(draws[..., j].mean() - truth[j]) <= N_MCSE * se, (
+            f"g[{j}]: {draws[..., j].mean()} against {truth[j]} (MCSE {se})")
+
+
+def test_no_pairing_where_the_log_density_is_not_concave_in_the_coefficients():
+    """A Laplace prior on the switched coefficients (flat in beta_j while g_j = 0: no
+    curvature for a Gaussian fit): the probe does not pair, so recommend() falls back to
+    another step; a logistic likelihood with Gaussian priors still pairs."""
+    model, X, y = _strong_logistic_selection()
+    assert switched_coefficients(model, model["g"])[0].name == "beta"
+    assert pmd.recommend([model["g"]], model=model).step is pmd.PairedFlip
+    with pm.Model() as lasso:
+        g = pm.Bernoulli("g", 0.2, shape=4)
+        beta = pm.Laplace("beta", 0.0, 1.0, shape=4)
+        pm.Bernoulli("y", logit_p=pm.math.dot(X, g * beta), observed=y)
+    beta, why = switched_coefficients(lasso, lasso["g"])
+    assert beta is None and "not concave in beta" in why
+    assert pmd.recommend([lasso["g"]], model=lasso).step is not pmd.PairedFlip

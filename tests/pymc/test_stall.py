@@ -128,3 +128,20 @@ def test_the_mixture_of_scales_is_reversible_and_moves_where_the_tuned_scale_doe
     ones = matrix(1.0)
     stay = np.diag(P)
     assert np.all(1 - stay >= SMALL_SCALE_SHARE * 0.5 * (1 - np.diag(ones)) - 1e-12)
+
+
+def test_paired_flip_reports_indicators_that_never_move(caplog):
+    """Two predictors with effects of 8 standard errors: both indicators stay on for the
+    whole chain (dropping one costs about e^-30), and PairedFlip says so at the end."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = X @ np.array([0.6, -0.6]) + rng.normal(0.0, 0.1, 200)
+    with pm.Model(), caplog.at_level(logging.WARNING, logger="pymc"):
+        g = pm.Bernoulli("g", 0.5, shape=2)
+        beta = pm.Normal("beta", 0.0, 1.0, shape=2)
+        pm.Normal("y", pm.math.dot(X, g * beta), 0.1, observed=y)
+        step = pmd.PairedFlip([g], beta)
+        pm.sample(120, tune=50, chains=1, step=step, random_seed=4, progressbar=False,
+                  compute_convergence_checks=False, initvals={"g": np.ones(2, "int64")})
+    assert ("PairedFlip: chain 0 left ['g'] unchanged for 120 consecutive draws after "
+            "tuning (draws 0 to 119 of 120)") in caplog.text
