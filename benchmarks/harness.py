@@ -33,6 +33,7 @@ import pymc as pm
 __all__ = [
     "Measurement",
     "MixedMeasurement",
+    "SeedOutcome",
     "format_mixed_table",
     "MeasuredRun",
     "draws_measurement",
@@ -42,6 +43,10 @@ __all__ = [
     "measure_mixed",
     "measure_run",
     "median_site_ess",
+    "counted_ratios",
+    "ratio_number",
+    "ratio_over_seeds",
+    "spread_over_seeds",
     "write_section",
 ]
 
@@ -434,6 +439,94 @@ def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
 def _number(value: float) -> str:
     """A table cell: 3 significant digits, "-" for NaN."""
     return "-" if not np.isfinite(value) else f"{value:.3g}"
+
+
+# --------------------------------------------------------------------------------------
+# figures over several seeds (DESIGN.md section 6: a ratio is quoted with its spread, and
+# never against a run that did not converge)
+# --------------------------------------------------------------------------------------
+
+
+class SeedOutcome(NamedTuple):
+    """One seed's run of one sampler, as a ratio over seeds needs it."""
+
+    #: the speed compared (e.g. ESS per second); NaN if the run failed or has no time
+    value: float
+    #: None if the run converged in that seed, else why not (e.g. "r-hat 1.53")
+    problem: str | None = None
+
+
+def ratio_number(x: float) -> str:
+    """A ratio without its "x": 304, 21, 4.6, 1.0, 0.76, 0.0042."""
+    if not np.isfinite(x):
+        return "-"
+    if x >= 9.95:
+        return f"{x:.0f}"
+    if x >= 0.995:
+        return f"{x:.1f}"
+    return f"{x:.2g}"
+
+
+def spread_over_seeds(values: list[float], fmt: str = ".1f") -> str:
+    """``median (min-max)`` of the finite ``values`` (one per seed), "-" if none; with
+    one value, that value and "(1 seed)"."""
+    finite = [v for v in values if np.isfinite(v)]
+    if not finite:
+        return "-"
+    median = format(float(np.median(finite)), fmt)
+    if len(finite) == 1:
+        return f"{median} (1 seed)"
+    return f"{median} ({format(min(finite), fmt)}-{format(max(finite), fmt)})"
+
+
+def _ratio_counts(ours: list[SeedOutcome], base: list[SeedOutcome]
+                  ) -> tuple[list[float], int, int, int]:
+    """The ratios of the seeds where both runs converged and were measured; the numbers
+    of seeds where the baseline, our run did not converge (a seed may count in both) and
+    where either was not measured."""
+    if len(ours) != len(base):
+        raise ValueError(f"{len(ours)} seeds against {len(base)}")
+    ratios, base_nc, ours_nc, missing = [], 0, 0, 0
+    for o, b in zip(ours, base):
+        if not (np.isfinite(o.value) and np.isfinite(b.value) and b.value > 0):
+            missing += 1
+        elif b.problem is not None or o.problem is not None:
+            base_nc += b.problem is not None
+            ours_nc += o.problem is not None
+        else:
+            ratios.append(o.value / b.value)
+    return ratios, base_nc, ours_nc, missing
+
+
+def counted_ratios(ours: list[SeedOutcome], base: list[SeedOutcome]) -> list[float]:
+    """``ours / base`` in every seed where both runs converged and were measured (the
+    ratios :func:`ratio_over_seeds` takes the median of)."""
+    return _ratio_counts(ours, base)[0]
+
+
+def ratio_over_seeds(ours: list[SeedOutcome], base: list[SeedOutcome]) -> str:
+    """The ratio ``ours / base`` over seeds (the two lists in the same seed order), as
+    a table cell: the median over the seeds where both runs converged and were measured,
+    with the spread, e.g. ``21x (18-25)``.
+
+    A seed in which the baseline did not converge gives no speed-up (nor does one in
+    which our run did not): it is left out of the median and the cell says how many
+    seeds counted and why the others did not, e.g. ``1.0x (0.8-1.3), 3/4 seeds;
+    baseline did not converge in 1``; with no seed left, ``n/c, 0/3 seeds; ...``.
+    """
+    ratios, base_nc, ours_nc, missing = _ratio_counts(ours, base)
+    if ratios:
+        cell = f"{ratio_number(float(np.median(ratios)))}x"
+        if len(ratios) > 1:
+            cell += f" ({ratio_number(min(ratios))}-{ratio_number(max(ratios))})"
+    else:
+        cell = "n/c" if base_nc or ours_nc else "-"
+    if len(ratios) == len(ours):
+        return cell if len(ours) > 1 else f"{cell}, 1 seed"
+    reasons = [f"baseline did not converge in {base_nc}" if base_nc else "",
+               f"this run did not converge in {ours_nc}" if ours_nc else "",
+               f"not measured in {missing}" if missing else ""]
+    return f"{cell}, {len(ratios)}/{len(ours)} seeds; " + "; ".join(r for r in reasons if r)
 
 
 def machine_description() -> str:

@@ -20,7 +20,7 @@ from benchmarks.harness import CONCURRENT_JOBS
 #: every script, the longest first (so that --jobs packs them well)
 SCRIPTS = ("run_applied", "run_numpyro", "run_path", "run_models", "run_exact", "run_core",
            "run_paper", "run_blocked", "run_samcmc", "run_categorical", "run_mixture",
-           "run_scaling", "run_stages")
+           "run_scaling", "run_stages", "run_scale_mixture")
 
 
 def run_script(name: str, quick: bool) -> float:

@@ -20,9 +20,12 @@ of the table, not the end of the run:
 5. **NumPyro DiscreteHMCGibbs** (Gibbs sweeps of the discrete sites and a NUTS step per
    iteration), where it expresses the model and NumPyro is installed.
 
-Every run: 4 chains one after the other (``cores=1``), the same seed, tune and draws
-(the reference: 4x the draws), the discrete variables started from the same dispersed
-valid values (``applied.start``), the continuous ones at the model's initial point (PyMC
+Every variant runs once per seed (``--seeds``, default 1 2 3: the variants of one seed
+one after the other, then the next seed). Every run: 4 chains one after the other
+(``cores=1``), the seed's random seed, the same tune and draws (the reference: 4x the
+draws), the discrete variables started from dispersed valid values (``applied.start``;
+the same for every variant of a seed, different in every seed: :func:`start_seed`), the
+continuous ones at the model's initial point (PyMC
 does not jitter the start of a compound-step run; the NUTS-only reference is told not to
 either). Timing follows DESIGN.md section 6: a short one-chain run of the same call comes
 first (it loads the compiled functions), and the time is PyMC's ``sampling_time`` of the
@@ -38,14 +41,26 @@ posterior means of the discrete summaries (the marginal model's are Rao-Blackwel
 the mean over its draws of ``E[summary | continuous parameters]``); the agreement with
 the reference, ``max |mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over every
 continuous element and every summary (against the exact posterior means, MCSE_ref = 0,
-where the model provides them: ``AppliedModel.exact_means``); the fraction of the discrete step's proposals
-accepted, when it reports one.
+where the model provides them: ``AppliedModel.exact_means``); the fraction of the
+discrete step's proposals accepted, when it reports one; the smallest bulk ESS of the
+headline discrete summaries (the switch point, the number of occupied sites, ...) and
+that per second; whether the run converged (:func:`convergence_problem`: r-hat at most
+1.01 over everything measured and within 4 MCSE of the reference).
+
+Reported per model and variant over the seeds (DESIGN.md section 6): the median with the
+spread (min-max) of times, ESS/s and ratios, the worst r-hat and deviation, and in how
+many seeds the run converged. A ratio (against PyMC's default or the reference) counts
+in a seed only where both runs converged: a seed whose baseline did not is "n/c", left
+out of the median, and the cell says so (``harness.ratio_over_seeds``). A table of every
+run, seed by seed, follows, and a summary over the models for ``register()`` opens the
+section.
 
 Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: few
-draws, for smoke tests; ``--models occupancy,capture``: a subset; ``--draws``,
-``--tune``, ``--ref-draws``, ``--seed``, ``--no-numpyro``). Writes the section
-``applied`` of ``benchmarks/RESULTS.md`` when every model ran (or with ``--write``; never
-with ``--no-write``).
+draws, for smoke tests, still every seed; ``--seeds 1 2 3 2024``; ``--models
+occupancy,change_point``: a subset; ``--draws``, ``--tune``, ``--ref-draws``,
+``--no-numpyro``). Writes the section ``applied`` of ``benchmarks/RESULTS.md`` when every
+model ran over at least 3 seeds (or with ``--write``; never with ``--no-write`` or fewer
+than 3 seeds).
 """
 
 from __future__ import annotations
@@ -66,7 +81,15 @@ import pymc as pm
 
 import pymc_discrete as pmd
 from benchmarks.applied_models import BUILDERS, AppliedModel
-from benchmarks.harness import machine_description, split_time, write_section
+from benchmarks.harness import (
+    SeedOutcome,
+    counted_ratios,
+    machine_description,
+    ratio_over_seeds,
+    split_time,
+    spread_over_seeds,
+    write_section,
+)
 
 PYMC_DEFAULT = "PyMC default"
 PMD_DEFAULT = "pymc-discrete default"
@@ -108,6 +131,12 @@ class Row:
     means: dict[str, float] = field(default_factory=dict)
     deviation: float = float("nan")
     deviation_at: str = ""
+    #: smallest bulk ESS over the headline discrete summaries that vary, where, per second
+    ess_summary: float = float("nan")
+    ess_summary_at: str = ""
+    ess_summary_per_s: float = float("nan")
+    #: None if the run converged (r-hat and agreement), else why not
+    problem: str | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -201,6 +230,16 @@ def _sample_timed(model: pm.Model, make_step: Callable[[pm.Model], object] | Non
     return idata, seconds, steps
 
 
+def start_seed(seed: int, chains: int) -> int:
+    """The seed of ``applied.start`` for the run of ``seed`` (1, 2, ...): chain c starts
+    from the values drawn with seed ``chains * (seed - 1) + 1 + c``, so that no two seeds
+    share a start (``applied.start(chains, s)`` seeds chain c with s + c) and seed 1 keeps
+    the starts of the earlier single-seed runs."""
+    if seed < 1:
+        raise ValueError(f"seeds are 1, 2, ...: got {seed}")
+    return chains * (seed - 1) + 1
+
+
 def run_pymc(variant: str, applied: AppliedModel, *, marginal: bool = False,
              make_step: Callable[[pm.Model], object] | None = None,
              before: Callable[[], None] | None = None, draws: int, tune: int,
@@ -212,7 +251,7 @@ def run_pymc(variant: str, applied: AppliedModel, *, marginal: bool = False,
     """
     run = Run(variant, draws=draws, tune=tune, chains=chains)
     model = applied.marginal if marginal else applied.model
-    initvals = None if marginal else applied.start(chains, seed)
+    initvals = None if marginal else applied.start(chains, start_seed(seed, chains))
     print(f"  {applied.name}: {variant}", flush=True)
     try:
         if before is not None:
@@ -280,7 +319,7 @@ def run_numpyro(applied: AppliedModel, *, draws: int, tune: int, chains: int,
         # the same valid discrete start as the PyMC runs (NumPyro's own draws z from the
         # prior, which has no density at an occupied site marked empty)
         starts = [applied.numpyro_start(s) if applied.numpyro_start else s
-                  for s in applied.start(n_chains, seed)]
+                  for s in applied.start(n_chains, start_seed(seed, chains))]
         init = {k: np.stack([s[k] for s in starts]) for k in starts[0]}
         if n_chains == 1:
             init = {k: v[0] for k, v in init.items()}
@@ -435,11 +474,15 @@ def _deviation(ours: dict[str, np.ndarray],
 
 
 def measure(run: Run, reference: Run | None,
-            exact: dict[str, float] | None = None) -> Row:
+            exact: dict[str, float] | None = None,
+            headline: list[str] | None = None) -> Row:
     """ESS, r-hat, summary means and the agreement of one run with the ``exact``
-    posterior means where given, else with the ``reference`` run."""
+    posterior means where given, else with the ``reference`` run; the smallest ESS of
+    the ``headline`` summaries (default every summary) and whether the run converged
+    (:func:`convergence_problem`)."""
     row = Row(run)
     if run.error is not None:
+        row.problem = run.error.split(":", 1)[0]
         return row
     elements = _elements(run.continuous)
     ess = {k: float(np.asarray(az.ess(a, method="bulk"))) for k, a in elements.items()}
@@ -458,7 +501,46 @@ def measure(run: Run, reference: Run | None,
         theirs = {**_elements(reference.continuous), **reference.summaries}
         row.deviation, row.deviation_at = _deviation(
             ours, {k: _mean_mcse(a) for k, a in theirs.items()})
+    summary_ess = {}
+    for k in headline if headline is not None else list(run.summaries):
+        a = run.summaries[k]
+        if np.ptp(a) > 0:  # a summary constant in every draw has no ESS
+            summary_ess[k] = float(np.asarray(az.ess(a, method="bulk")))
+    if summary_ess:
+        row.ess_summary_at = min(summary_ess, key=summary_ess.get)
+        row.ess_summary = summary_ess[row.ess_summary_at]
+        row.ess_summary_per_s = row.ess_summary / post_tuning
+    row.problem = convergence_problem(row)
     return row
+
+
+def run_rhat(row: Row) -> float:
+    """The larger of a run's r-hats (continuous elements, discrete summaries), NaN if
+    neither is defined."""
+    return _worst([row.rhat_continuous, row.rhat_summaries])
+
+
+def _worst(values: list[float]) -> float:
+    """The largest finite value, NaN if none."""
+    finite = [v for v in values if np.isfinite(v)]
+    return max(finite) if finite else float("nan")
+
+
+def convergence_problem(row: Row) -> str | None:
+    """None if the run converged: r-hat at most 1.01 over every continuous element and
+    every discrete summary, and within 4 MCSE of the reference (or of the exact means);
+    else why not, e.g. ``"r-hat 1.532"``. A failed run: its error's first word."""
+    if row.run.error is not None:
+        return row.run.error.split(":", 1)[0]
+    problems = []
+    rhat = run_rhat(row)
+    if not np.isfinite(rhat):
+        problems.append("r-hat undefined")
+    elif rhat > MAX_RHAT:
+        problems.append(f"r-hat {_rhat_cell(rhat)}")
+    if row.deviation > MAX_DEVIATION:
+        problems.append(f"{row.deviation:.1f} MCSE off ({row.deviation_at})")
+    return "; ".join(problems) or None
 
 
 # --------------------------------------------------------------------------------------
@@ -475,106 +557,277 @@ def _rhat_cell(value: float) -> str:
     return _cell(value, ".3f") if not value > 10 else "> 10"
 
 
-def _ratio(row: Row, base: Row | None) -> str:
-    if base is None or not (np.isfinite(row.ess_per_s) and np.isfinite(base.ess_per_s)):
-        return "-"
-    return f"{row.ess_per_s / base.ess_per_s:.2f}x"
+def measure_seed(applied: AppliedModel, runs: list[Run],
+                 exact: dict[str, float] | None = None) -> list[Row]:
+    """The rows of one seed's runs (the reference: the marginalised run)."""
+    reference = next((r for r in runs if r.variant == MARGINAL), None)
+    return [measure(r, reference, exact, applied.headline) for r in runs]
 
 
-def format_table(applied: AppliedModel, rows: list[Row], exact: bool = False) -> str:
-    """The markdown table of one model (failed runs: their reason, the rest "-");
-    ``exact``: the agreement column is against exact posterior means, the marginalised
-    run's included."""
-    by_name = {r.run.variant: r for r in rows if r.run.error is None}
-    pymc, ref = by_name.get(PYMC_DEFAULT), by_name.get(MARGINAL)
-    head = ("| variant | steps | draws | seconds | min ESS (continuous) | min ESS/s "
-            "| vs PyMC default | vs marginalised | max r-hat (continuous / summaries) | "
+@dataclass
+class ModelResult:
+    """Every seed's rows of one model, the variants in the same order in every seed."""
+
+    applied: AppliedModel
+    seeds: list[int]
+    #: one list of rows per seed
+    rows: list[list[Row]]
+    exact: dict[str, float] | None = None
+
+    @property
+    def variants(self) -> list[str]:
+        out: list[str] = []
+        for rows in self.rows:
+            out += [r.run.variant for r in rows if r.run.variant not in out]
+        return out
+
+    def of(self, variant: str) -> list[Row]:
+        """The rows of ``variant``, one per seed (an empty failed row where it is
+        missing)."""
+        out = []
+        for rows in self.rows:
+            row = next((r for r in rows if r.run.variant == variant), None)
+            out.append(row if row is not None else Row(Run(variant, error="not run"),
+                                                       problem="not run"))
+        return out
+
+
+def _outcomes(rows: list[Row], attr: str) -> list[SeedOutcome]:
+    return [SeedOutcome(getattr(r, attr), r.problem) for r in rows]
+
+
+def _converged_cell(rows: list[Row], seeds: list[int]) -> str:
+    """``3/3``, or ``2/3 (seed 2: r-hat 1.532)``: the seeds where the run converged and
+    why the others did not (seeds with the same reason grouped)."""
+    why: dict[str, list[int]] = {}
+    for seed, r in zip(seeds, rows):
+        if r.problem is not None:
+            why.setdefault(r.problem, []).append(seed)
+    ok = len(seeds) - sum(len(v) for v in why.values())
+    cell = f"{ok}/{len(seeds)}"
+    if why:
+        cell += " (" + "; ".join(f"seed{'s' if len(v) > 1 else ''} "
+                                 f"{', '.join(map(str, v))}: {p}"
+                                 for p, v in why.items()) + ")"
+    return cell
+
+
+def _summary_label(applied: AppliedModel) -> str:
+    return ", ".join(applied.headline)
+
+
+def _unique(items: list[str]) -> str:
+    return " / ".join(dict.fromkeys(i for i in items if i))
+
+
+def seeds_table(result: ModelResult) -> str:
+    """One model's markdown table over its seeds: per variant the median over seeds with
+    the spread (min-max), the ratios counted only where both runs converged
+    (:func:`benchmarks.harness.ratio_over_seeds`), and the worst r-hat and deviation."""
+    applied, seeds, exact = result.applied, result.seeds, result.exact is not None
+    pymc, ref = result.of(PYMC_DEFAULT), result.of(MARGINAL)
+    label = _summary_label(applied)
+    head = ("| variant | steps | converged (seeds) | seconds | min ESS/s (continuous) "
+            f"| min ESS/s ({label}) | vs PyMC default: min ESS/s (continuous) "
+            f"| vs PyMC default: ESS/s ({label}) | vs marginalised: min ESS/s (continuous) "
+            "| worst r-hat (continuous / summaries) | "
             + " | ".join(f"mean {h}" for h in applied.headline)
-            + " | max dev. / MCSE | accept |")
+            + " | worst dev. / MCSE | accept |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        run = r.run
-        if run.error is not None:
-            blanks = " | ".join("-" for _ in range(7 + len(applied.headline)))
-            lines.append(f"| {run.variant} | {run.error} | {blanks} |")
+    for variant in result.variants:
+        rows = result.of(variant)
+        done = [r for r in rows if r.run.error is None]
+        converged = _converged_cell(rows, seeds)
+        if not done:
+            blanks = " | ".join("-" for _ in range(9 + len(applied.headline)))
+            lines.append(f"| {variant} | {_unique([r.run.error for r in rows])} "
+                         f"| {converged} | {blanks} |")
             continue
-        means = " | ".join(_cell(r.means.get(h), ".2f") for h in applied.headline)
-        deviation = ("ref" if run.variant == MARGINAL and not exact
-                     else f"{_cell(r.deviation, '.1f')} ({r.deviation_at})")
+        continuous, summary = _outcomes(rows, "ess_per_s"), _outcomes(rows, "ess_summary_per_s")
+        vs_pymc = ("baseline" if variant == PYMC_DEFAULT
+                   else ratio_over_seeds(continuous, _outcomes(pymc, "ess_per_s")))
+        # the reference's summaries are Rao-Blackwellised: another estimator, no ratio
+        vs_pymc_summary = ("baseline" if variant == PYMC_DEFAULT else "-" if variant == MARGINAL
+                           else ratio_over_seeds(summary, _outcomes(pymc, "ess_summary_per_s")))
+        vs_ref = ("reference" if variant == MARGINAL
+                  else ratio_over_seeds(continuous, _outcomes(ref, "ess_per_s")))
+        summary_cell = spread_over_seeds([r.ess_summary_per_s for r in rows])
+        if variant == MARGINAL and summary_cell != "-":
+            summary_cell += " (Rao-Blackwellised)"
+        means = " | ".join(spread_over_seeds([r.means.get(h, float("nan")) for r in done],
+                                             ".2f") for h in applied.headline)
+        if variant == MARGINAL and not exact:
+            deviation = "ref"
+        else:
+            worst = max(done, key=lambda r: r.deviation if np.isfinite(r.deviation) else -1)
+            deviation = f"{_cell(worst.deviation, '.1f')} ({worst.deviation_at})"
+        accept = [r.run.accept for r in done if np.isfinite(r.run.accept)]
         lines.append(
-            f"| {run.variant} | {run.steps} | {run.chains} x {run.draws} "
-            f"| {run.seconds:.1f} | {r.ess_min:.0f} ({r.ess_min_at}) "
-            f"| {_cell(r.ess_per_s, '.1f')} | {_ratio(r, pymc)} | {_ratio(r, ref)} "
-            f"| {_rhat_cell(r.rhat_continuous)} / {_rhat_cell(r.rhat_summaries)} "
-            f"| {means} | {deviation} | {_cell(run.accept, '.2f')} |")
+            f"| {variant} | {_unique([r.run.steps for r in done])} | {converged} "
+            f"| {spread_over_seeds([r.run.seconds for r in rows])} "
+            f"| {spread_over_seeds([r.ess_per_s for r in rows])} | {summary_cell} "
+            f"| {vs_pymc} | {vs_pymc_summary} | {vs_ref} "
+            f"| {_rhat_cell(_worst([r.rhat_continuous for r in done]))} / "
+            f"{_rhat_cell(_worst([r.rhat_summaries for r in done]))} "
+            f"| {means} | {deviation} | {_cell(np.median(accept) if accept else None, '.2f')} |")
     return "\n".join(lines)
 
 
-def bars(rows: list[Row], exact: bool = False) -> str:
-    """Issue 18's bars for the package's default use: agreement, r-hat, speed."""
-    by_name = {r.run.variant: r for r in rows if r.run.error is None}
-    ours, pymc, ref = (by_name.get(k) for k in (PMD_DEFAULT, PYMC_DEFAULT, MARGINAL))
-    if ours is None:
+def per_seed_table(result: ModelResult) -> str:
+    """Every run of one model, seed by seed: what the medians are taken over."""
+    label = _summary_label(result.applied)
+    head = ("| variant | seed | seconds | min ESS (continuous) | min ESS/s "
+            f"| min ESS ({label}) | ESS/s ({label}) | max r-hat (continuous / summaries) "
+            "| max dev. / MCSE | converged |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for variant in result.variants:
+        for seed, r in zip(result.seeds, result.of(variant)):
+            if r.run.error is not None:
+                lines.append(f"| {variant} | {seed} | {r.run.error} | - | - | - | - | - | - "
+                             "| no |")
+                continue
+            deviation = ("ref" if variant == MARGINAL and result.exact is None
+                         else f"{_cell(r.deviation, '.1f')} ({r.deviation_at})")
+            lines.append(
+                f"| {variant} | {seed} | {_cell(r.run.seconds, '.1f')} "
+                f"| {_cell(r.ess_min, '.0f')} ({r.ess_min_at}) | {_cell(r.ess_per_s, '.1f')} "
+                f"| {_cell(r.ess_summary, '.0f')} | {_cell(r.ess_summary_per_s, '.1f')} "
+                f"| {_rhat_cell(r.rhat_continuous)} / {_rhat_cell(r.rhat_summaries)} "
+                f"| {deviation} | {'yes' if r.problem is None else 'no: ' + r.problem} |")
+    return "\n".join(lines)
+
+
+def bars_over_seeds(result: ModelResult) -> str:
+    """Issue 18's bars for the package's default use, over the seeds: agreement and
+    r-hat in every seed; the speed bars on the median ratio over the seeds where both
+    runs converged (not measurable where none did)."""
+    ours = result.of(PMD_DEFAULT)
+    done = [r for r in ours if r.run.error is None]
+    if not done:
         return "Bars (pymc-discrete default): no run."
+    n = len(ours)
 
     def mark(ok: bool) -> str:
         return "pass" if ok else "FAIL"
 
-    rhat = max(ours.rhat_continuous, ours.rhat_summaries)
-    against = "the exact posterior means" if exact else "the reference"
-    parts = [f"within {MAX_DEVIATION:g} MCSE of {against}: "
-             f"{mark(ours.deviation <= MAX_DEVIATION)} ({ours.deviation:.1f})",
-             f"r-hat < {MAX_RHAT}: {mark(rhat < MAX_RHAT)} ({rhat:.3f})"]
-    if pymc is not None:
-        ratio = ours.ess_per_s / pymc.ess_per_s
-        parts.append(f"min ESS/s >= {VS_PYMC:g}x PyMC default: {mark(ratio >= VS_PYMC)} "
-                     f"({ratio:.2f}x)")
-    if ref is not None:
-        ratio = ours.ess_per_s / ref.ess_per_s
-        parts.append(f">= 1/3 of marginalised NUTS: {mark(ratio >= VS_MARGINAL)} "
-                     f"({ratio:.2f}x)")
-    return "Bars (pymc-discrete default): " + "; ".join(parts) + "."
+    agree = sum(r.deviation <= MAX_DEVIATION for r in done)
+    settled = sum(run_rhat(r) <= MAX_RHAT for r in done)
+    rhat = _worst([run_rhat(r) for r in done])
+    against = "the exact posterior means" if result.exact is not None else "the reference"
+    parts = [f"within {MAX_DEVIATION:g} MCSE of {against}: {mark(agree == n)} in "
+             f"{agree}/{n} seeds (worst {_worst([r.deviation for r in done]):.1f})",
+             f"r-hat <= {MAX_RHAT}: {mark(settled == n)} in {settled}/{n} seeds "
+             f"(worst {_rhat_cell(rhat)})"]
+    for base, bar, text in ((PYMC_DEFAULT, VS_PYMC, f"min ESS/s >= {VS_PYMC:g}x PyMC default"),
+                            (MARGINAL, VS_MARGINAL, ">= 1/3 of marginalised NUTS")):
+        mine, theirs = _outcomes(ours, "ess_per_s"), _outcomes(result.of(base), "ess_per_s")
+        ratios = counted_ratios(mine, theirs)
+        cell = ratio_over_seeds(mine, theirs)
+        verdict = (f"{mark(float(np.median(ratios)) >= bar)} (median {cell})" if ratios
+                   else f"not measurable ({cell})")
+        parts.append(f"{text}: {verdict}")
+    return (f"Bars (pymc-discrete default, seeds {', '.join(map(str, result.seeds))}): "
+            + "; ".join(parts) + ".")
 
 
-def model_section(applied: AppliedModel, runs: list[Run]) -> str:
-    """Heading, source, table, bars and the runs' warnings of one model."""
-    reference = next((r for r in runs if r.variant == MARGINAL), None)
-    exact = applied.exact_means() if applied.exact_means is not None else None
-    rows = [measure(r, reference, exact) for r in runs]
-    notes = [f"- {r.variant}: {n}" for r in runs for n in r.notes]
-    ref_row = next((r for r in rows if r.run.variant == MARGINAL and r.run.error is None), None)
-    ref_note = "" if ref_row is None else (
-        f"Reference's own convergence: max r-hat {ref_row.rhat_continuous:.3f}, "
-        f"min ESS {ref_row.ess_min:.0f} over {ref_row.run.chains} x {ref_row.run.draws} "
-        "draws.")
+def model_section(result: ModelResult) -> str:
+    """Heading, source, the table over seeds, the bars, the per-seed table and the runs'
+    warnings of one model."""
+    applied, exact = result.applied, result.exact
+    ref = [r for r in result.of(MARGINAL) if r.run.error is None]
+    ref_note = "" if not ref else (
+        f"Reference's own convergence over the seeds: max r-hat "
+        f"{spread_over_seeds([run_rhat(r) for r in ref], '.3f')}, "
+        f"min ESS {spread_over_seeds([r.ess_min for r in ref], '.0f')} over "
+        f"{ref[0].run.chains} x {ref[0].run.draws} draws.")
     text = (f"### {applied.title}\n\nData: {applied.source}.\n\n"
-            f"{format_table(applied, rows, exact is not None)}\n\n"
-            f"{bars(rows, exact is not None)} {ref_note}\n")
+            f"Median over seeds {', '.join(map(str, result.seeds))} (min-max):\n\n"
+            f"{seeds_table(result)}\n\n{bars_over_seeds(result)} {ref_note}\n")
     if exact is not None:
         text += ("\nThe agreement column compares every run, the marginalised one included, "
                  "with the exact posterior means (no Monte Carlo error: the model's "
                  "`exact_means`); exact "
                  + ", ".join(f"{k} {exact[k]:.3f}" for k in applied.headline) + ".\n")
+    text += f"\nEvery run, seed by seed:\n\n{per_seed_table(result)}\n"
+    notes: dict[tuple[str, str], list[int]] = {}
+    for seed, rows in zip(result.seeds, result.rows):
+        for r in rows:
+            for note in r.run.notes:
+                notes.setdefault((r.run.variant, note), []).append(seed)
     if notes:
-        text += "\nNotes (warnings raised while sampling, NumPyro's timing):\n\n" \
-            + "\n".join(notes) + "\n"
+        text += "\nNotes (warnings raised while sampling, NumPyro's timing):\n\n" + "\n".join(
+            f"- {variant} (seed{'s' if len(v) > 1 else ''} {', '.join(map(str, v))}): {note}"
+            for (variant, note), v in notes.items()) + "\n"
     return text
+
+
+def _chose(steps: str) -> str:
+    """What ``register()``'s automatic step chose, from the step description."""
+    import re
+
+    found = re.search(r"AutoStep -> (\w+)", steps)
+    if found is None:
+        return steps
+    return found.group(1) + (" + NUTS" if "NUTS:" in steps.replace(found.group(0), "") else "")
+
+
+def summary_table(results: list[ModelResult]) -> str:
+    """One line a model: ``register()`` and a plain ``pm.sample()`` against PyMC's default
+    and the summed-out model, NumPyro against PyMC's default; medians over the seeds
+    (min-max), counted only where both runs converged."""
+    head = ("| model | register() chose | discrete summary "
+            "| vs PyMC default: min ESS/s (continuous) | vs PyMC default: ESS/s (summary) "
+            "| vs marginalised NUTS: min ESS/s (continuous) "
+            "| NumPyro vs PyMC default: min ESS/s (continuous) "
+            "| converged seeds: register() / PyMC default / reference "
+            "| worst r-hat, register() | worst dev. / MCSE, register() |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for result in results:
+        ours, pymc, ref = (result.of(v) for v in (PMD_DEFAULT, PYMC_DEFAULT, MARGINAL))
+        numpyro = result.of(NUMPYRO)
+        done = [r for r in ours if r.run.error is None]
+        chose = _unique([_chose(r.run.steps) for r in done]) or _unique(
+            [r.run.error for r in ours])
+
+        def ratio(a: list[Row], b: list[Row], attr: str = "ess_per_s") -> str:
+            return ratio_over_seeds(_outcomes(a, attr), _outcomes(b, attr))
+
+        def count(rows: list[Row]) -> str:
+            return f"{sum(r.problem is None for r in rows)}/{len(rows)}"
+
+        rhat = _worst([run_rhat(r) for r in done])
+        worst = max(done, key=lambda r: r.deviation if np.isfinite(r.deviation) else -1,
+                    default=None)
+        deviation = "-" if worst is None else f"{_cell(worst.deviation, '.1f')} " \
+            f"({worst.deviation_at})"
+        numpyro_cell = (ratio(numpyro, pymc) if any(r.run.error is None for r in numpyro)
+                        else _unique([r.run.error for r in numpyro]))
+        lines.append(
+            f"| {result.applied.title} | {chose} | {_summary_label(result.applied)} "
+            f"| {ratio(ours, pymc)} | {ratio(ours, pymc, 'ess_summary_per_s')} "
+            f"| {ratio(ours, ref)} | {numpyro_cell} "
+            f"| {count(ours)} / {count(pymc)} / {count(ref)} | {_rhat_cell(rhat)} "
+            f"| {deviation} |")
+    return "\n".join(lines)
 
 
 METHOD = """Each model is sampled five ways: PyMC's default (`pmd.unregister()`, then plain
 `pm.sample()`), the package's default use (`pmd.register()`, then plain `pm.sample()`:
 CollapsedNUTS where the discrete block sums out site by site, the package's best option
-there; PairedFlip with NUTS where a 0/1 indicator switches coefficients), data augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest (the
-default before), the model with its discrete
-variables summed out by hand (NUTS alone; the **reference**, run with {ref_factor}x the
-draws) and NumPyro's `DiscreteHMCGibbs` (a Gibbs sweep of the discrete sites and a NUTS
-step per iteration; float32, NumPyro's default). {chains} chains one after the other, seed
-{seed}, {tune} tuning iterations and {draws} draws per chain (reference {ref_draws}).
-Discrete variables start from dispersed valid values, the same for every run; continuous
-ones at the model's initial point, which is where PyMC starts them next to a discrete
-step: the NUTS-only reference is therefore run with `init="adapt_diag"` instead of the
-default jittered start (with jitter, 3 of 4 chains of the marginalised mixture stopped in
-local modes 27-50 log units below the main one).
+there; PairedFlip with NUTS where a 0/1 indicator switches coefficients), data
+augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest (the default
+before), the model with its discrete variables summed out by hand (NUTS alone; the
+**reference**, run with {ref_factor}x the draws) and NumPyro's `DiscreteHMCGibbs` (a
+Gibbs sweep of the discrete sites and a NUTS step per iteration; float32, NumPyro's
+default). Every variant runs once per seed ({n_seeds} seeds: {seeds}; the variants of one
+seed one after the other, then the next seed), {chains} chains one after the other,
+{tune} tuning iterations and {draws} draws per chain (reference {ref_draws}).
+Discrete variables start from dispersed valid values, the same for every run of a seed
+and different in every seed; continuous ones at the model's initial point, which is
+where PyMC starts them next to a discrete step: the NUTS-only reference is therefore run
+with `init="adapt_diag"` instead of the default jittered start (with jitter, 3 of 4
+chains of the marginalised mixture stopped in local modes 27-50 log units below the main
+one).
 
 Seconds: PyMC's `sampling_time` of a second call (the first, short, loads the compiled
 functions; step construction and compilation are excluded), tuning included. NumPyro
@@ -583,22 +836,42 @@ on disk, a first run fills the cache, and the fixed cost that remains (the same 
 one iteration each; given in the notes) is subtracted from the measured run's wall time.
 "min ESS" is the smallest bulk ESS over every element of the continuous parameters (which
 one in parentheses); "min ESS/s" divides it by the share of the seconds spent on the
-post-tuning draws. "max dev. / MCSE" is the largest
+post-tuning draws. The discrete summaries' column does the same with the smallest bulk
+ESS of the model's headline summaries (the switch point, the number of occupied sites,
+...; a summary constant in every draw has none); the reference's summaries are
+Rao-Blackwellised (`E[summary | continuous parameters]` at each draw), another
+estimator, so it has no ratio on them. "max dev. / MCSE" is the largest
 `|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)` over every continuous element and every
-discrete summary (which one in parentheses); the reference's summaries are
-Rao-Blackwellised (the mean of `E[summary | continuous parameters]` over its draws).
-Where the exact posterior means are known (variable selection), the column compares
-with them instead (MCSE_ref = 0), the reference's row included.
-"accept": the fraction of the discrete step's proposals accepted (PyMC's Gibbs steps and
-NumPyro report none). Failed or unsupported variants are rows with their reason. The bars
-of issue 18, checked under each table for the package's default use: within 4 MCSE of
-the reference, r-hat < 1.01, min ESS/s at least 2x PyMC's default and 1/3 of the
-reference's."""
+discrete summary (which one in parentheses), against the same seed's reference. Where the
+exact posterior means are known (variable selection), the column compares with them
+instead (MCSE_ref = 0), the reference's row included. "accept": the fraction of the
+discrete step's proposals accepted (PyMC's Gibbs steps and NumPyro report none).
+
+Every figure is over the seeds: the median with the spread (min-max); r-hat and the
+deviation are the worst over the seeds. A run **converged** in a seed when its r-hat is at
+most 1.01 over every continuous element and every discrete summary and it is within 4
+MCSE of the reference (of the exact means). A ratio counts in a seed only when both of
+its runs converged there: a seed in which the baseline did not is "n/c", never a
+speed-up, and is left out of the median; the cell then says how many seeds counted and
+why the others did not (e.g. "1.0x (0.8-1.3), 3/4 seeds; baseline did not converge in
+1"); the "converged" column says in which seeds each run did not, and the per-seed table
+shows every run. Failed or unsupported variants are rows with their reason. The bars of
+issue 18, checked under each table for the package's default use: within 4 MCSE of the
+reference and r-hat at most 1.01 in every seed, and a median min ESS/s (over the seeds
+counted) at least 2x PyMC's default and 1/3 of the reference's."""
 
 QUICK_NOTE = """
 Quick run (`--quick`): too few draws for r-hat and the agreement column to mean much; a
 smoke test of the script, not a result.
 """
+
+#: fewer seeds than this: the script prints its tables but never writes RESULTS.md
+MIN_SEEDS = 3
+
+
+def _model_key(name: str) -> str:
+    """``change_point``, ``change-point`` and ``changepoint`` all name ``changepoint``."""
+    return name.strip().lower().replace("_", "").replace("-", "")
 
 
 def main(argv: list[str] | None = None, quick: bool = False) -> str:
@@ -623,17 +896,24 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
     parser.add_argument("--ref-draws", type=int, default=None,
                         help="draws of the marginalised reference (default 4x --draws)")
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
+                        help=f"seeds 1, 2, ... (default 1 2 3); every figure is the median "
+                             f"over them; fewer than {MIN_SEEDS}: RESULTS.md is not written")
     parser.add_argument("--no-numpyro", action="store_true")
     parser.add_argument("--write", action="store_true",
                         help="write RESULTS.md even for a subset of the models")
     parser.add_argument("--no-write", action="store_true",
                         help="print only, even when every model ran")
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(BUILDERS))
+    keys = {_model_key(k): k for k in BUILDERS}
+    wanted = [n for n in args.models.split(",") if n.strip()]
+    unknown = sorted(n for n in wanted if _model_key(n) not in keys)
     if unknown:
         parser.error(f"unknown models {unknown}: choose from {sorted(BUILDERS)}")
+    names = list(dict.fromkeys(keys[_model_key(n)] for n in wanted))
+    seeds = list(dict.fromkeys(args.seeds))
+    if min(seeds) < 1:
+        parser.error(f"seeds are 1, 2, ...: got {seeds}")
     draws = args.draws or (100 if args.quick else 1000)
     tune = args.tune or (100 if args.quick else 1000)
     ref_draws = args.ref_draws or 4 * draws
@@ -641,20 +921,36 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
     logging.getLogger("pymc").setLevel(logging.ERROR)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     began = time.perf_counter()
-    sections = []
+    results, sections = [], []
     for name in names:
         started = time.perf_counter()
         applied = BUILDERS[name]()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            runs = run_model(applied, draws=draws, tune=tune, ref_draws=ref_draws,
-                             chains=args.chains, seed=args.seed,
-                             numpyro=not args.no_numpyro)
-        section = model_section(applied, runs)
-        print(f"\n{section}\n({name}: {time.perf_counter() - started:.0f} s)\n", flush=True)
+        exact = applied.exact_means() if applied.exact_means is not None else None
+        result = ModelResult(applied, [], [], exact)
+        for seed in seeds:
+            seed_began = time.perf_counter()
+            print(f"{name}, seed {seed}", flush=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                runs = run_model(applied, draws=draws, tune=tune, ref_draws=ref_draws,
+                                 chains=args.chains, seed=seed,
+                                 numpyro=not args.no_numpyro)
+                rows = measure_seed(applied, runs, exact)
+            result.seeds.append(seed)
+            result.rows.append(rows)
+            print(f"\n{name}, seed {seed} ({time.perf_counter() - seed_began:.0f} s):\n\n"
+                  f"{per_seed_table(ModelResult(applied, [seed], [rows], exact))}\n",
+                  flush=True)
+        section = model_section(result)
+        print(f"\n{section}\n({name}: {time.perf_counter() - started:.0f} s for "
+              f"{len(seeds)} seeds)\n", flush=True)
+        results.append(result)
         sections.append(section)
     seconds = time.perf_counter() - began
+    summary = summary_table(results)
+    print(f"\nSummary, register() and a plain pm.sample() (median over seeds "
+          f"{', '.join(map(str, seeds))}, min-max):\n\n{summary}\n", flush=True)
 
     command = "python -m benchmarks.run_applied" + (" " + " ".join(argv) if argv else "")
     versions = ""
@@ -670,11 +966,21 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
 Produced by `{command}` on {stamp} ({seconds:.0f} s).
 Machine: {machine_description()}{versions}.
 
-{METHOD.format(ref_factor=round(ref_draws / draws, 1), chains=args.chains, seed=args.seed,
-               tune=tune, draws=draws, ref_draws=ref_draws)}
+{METHOD.format(ref_factor=round(ref_draws / draws, 1), chains=args.chains,
+               n_seeds=len(seeds), seeds=", ".join(map(str, seeds)), tune=tune,
+               draws=draws, ref_draws=ref_draws)}
 {QUICK_NOTE if args.quick else ""}
+### Summary: `register()` and a plain `pm.sample()`
+
+Median over seeds {", ".join(map(str, seeds))} (min-max) of the ratios of ESS per second;
+a seed counts only where both runs converged.
+
+{summary}
+
 {(chr(10) * 2).join(sections)}"""
-    if (set(names) == set(BUILDERS) or args.write) and not args.no_write:
+    if len(seeds) < MIN_SEEDS:
+        print(f"{len(seeds)} seed(s): fewer than {MIN_SEEDS}, RESULTS.md not written")
+    elif (set(names) == set(BUILDERS) or args.write) and not args.no_write:
         write_section("applied", body)
         print("wrote the section 'applied' of benchmarks/RESULTS.md")
     print(f"total {seconds:.0f} s")

@@ -142,10 +142,14 @@ def test_the_runner_measures_agreement_and_reports_a_failed_variant_as_a_row():
     assert np.isnan(rows[0].deviation)  # the reference against itself: not measured
     # ESS per second of the post-tuning draws: half of the 2 s
     assert rows[1].ess_per_s == pytest.approx(rows[1].ess_min / 1.0)
-    table = ra.format_table(applied, rows)
-    assert f"| {ra.PMD_BEST} | unsupported: TypeError: no |" in table
+    assert rows[1].problem is None and rows[3].problem == "unsupported"
+    assert "MCSE off (psi)" in rows[2].problem  # not converged: far from the reference
+    result = ra.ModelResult(applied, [1], [rows])
+    table = ra.seeds_table(result)
+    assert f"| {ra.PMD_BEST} | unsupported: TypeError: no | 0/1 (seed 1: unsupported) |" \
+        in table
     assert table.count("\n") == len(rows) + 1
-    assert "FAIL" in ra.bars(rows) or "pass" in ra.bars(rows)
+    assert "FAIL" in ra.bars_over_seeds(result) or "pass" in ra.bars_over_seeds(result)
 
 
 @pytest.mark.slow
@@ -237,5 +241,7 @@ def test_the_runner_measures_agreement_against_exact_means_where_known():
     assert rows[0].deviation < 4.0 < rows[1].deviation and rows[1].deviation_at == "psi"
     # 0.01 away with an MCSE of 0.01 / sqrt(2000): about 45 standard errors
     assert rows[1].deviation == pytest.approx(0.01 / (0.01 / np.sqrt(2000)), rel=0.1)
-    assert "the exact posterior means" in ra.bars(rows, exact=True)
-    assert "| ref |" not in ra.format_table(MODELS["occupancy"][0], rows, exact=True)
+    result = ra.ModelResult(MODELS["occupancy"][0], [1], [rows], exact)
+    assert "the exact posterior means" in ra.bars_over_seeds(result)
+    assert "| ref |" not in ra.seeds_table(result)
+    assert "| ref |" not in ra.per_seed_table(result)

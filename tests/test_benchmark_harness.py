@@ -69,3 +69,111 @@ def test_jump_distance_counts_changed_sites_not_value_differences():
 
     flat = np.array([[[0, 0], [3, 0], [3, 2]]], dtype=float)  # 1 chain, 3 draws, 2 sites
     assert jump_distance(flat) == 1.0  # one site changes at each step, by 3 then by 2
+
+
+def test_ratios_over_seeds_are_medians_of_converged_seeds_with_their_spread():
+    import numpy as np
+
+    from benchmarks.harness import (
+        SeedOutcome,
+        counted_ratios,
+        ratio_number,
+        ratio_over_seeds,
+        spread_over_seeds,
+    )
+
+    ok = [SeedOutcome(v) for v in (40.0, 36.0, 50.0)]
+    base = [SeedOutcome(v) for v in (2.0, 2.0, 2.0)]
+    assert ratio_over_seeds(ok, base) == "20x (18-25)"  # the median, then min-max
+    assert spread_over_seeds([2577.2, 2400.0, 2650.0], ".0f") == "2577 (2400-2650)"
+    assert spread_over_seeds([float("nan"), 3.0], ".1f") == "3.0 (1 seed)"
+    assert spread_over_seeds([float("nan")]) == "-"
+    assert [ratio_number(x) for x in (304.3, 4.62, 1.0, 0.76, 0.0042)] == [
+        "304", "4.6", "1.0", "0.76", "0.0042"]
+
+    # PyMC's Metropolis stuck in seed 1: that seed is no speed-up (304x), only a count
+    ours = [SeedOutcome(v) for v in (2577.0, 1.0, 1.25, 0.8)]
+    pymc = [SeedOutcome(8.5, "r-hat 1.532"), SeedOutcome(1.0), SeedOutcome(1.0),
+            SeedOutcome(1.0)]
+    assert counted_ratios(ours, pymc) == [1.0, 1.25, 0.8]
+    assert ratio_over_seeds(ours, pymc) == \
+        "1.0x (0.8-1.2), 3/4 seeds; baseline did not converge in 1"
+    # a run of ours that did not converge is shown as such, also when nothing is left
+    stuck = [SeedOutcome(9.0, "r-hat > 10")] * 3
+    assert ratio_over_seeds(stuck, base) == "n/c, 0/3 seeds; this run did not converge in 3"
+    both = [SeedOutcome(5.0, "1.0x off"), SeedOutcome(4.0), SeedOutcome(float("nan"),
+                                                                        "failed")]
+    assert ratio_over_seeds(both, [SeedOutcome(1.0, "r-hat 1.1")] + base[:2]) == (
+        "2.0x, 1/3 seeds; baseline did not converge in 1; this run did not converge in 1; "
+        "not measured in 1")
+    assert ratio_over_seeds([SeedOutcome(3.0)], [SeedOutcome(1.0)]) == "3.0x, 1 seed"
+    assert np.isnan(SeedOutcome(float("nan")).value)
+
+
+def test_applied_tables_report_medians_spreads_and_unconverged_baselines():
+    """run_applied's tables over seeds, from fabricated rows (no sampling)."""
+    from types import SimpleNamespace
+
+    from benchmarks import run_applied as ra
+
+    applied = SimpleNamespace(title="Change point", source="made up",
+                              headline=["switchpoint"])
+
+    def row(variant, ess_per_s, summary_per_s, rhat=1.001, deviation=1.0, seconds=2.0,
+            steps="NUTS: a"):
+        r = ra.Row(ra.Run(variant, steps=steps, draws=100, tune=100, chains=4,
+                          seconds=seconds),
+                   ess_min=100.0, ess_min_at="a", ess_per_s=ess_per_s,
+                   rhat_continuous=rhat, rhat_summaries=rhat,
+                   means={"switchpoint": 1890.8}, deviation=deviation, deviation_at="a",
+                   ess_summary=50.0, ess_summary_per_s=summary_per_s)
+        r.problem = ra.convergence_problem(r)
+        return r
+
+    ours = "AutoStep -> BlockedGibbs: switchpoint; NUTS: early_rate, late_rate"
+    seeds = [1, 2, 3]
+    rows = [
+        [row(ra.MARGINAL, 7000.0, 900.0, deviation=float("nan")),
+         row(ra.PYMC_DEFAULT, 8.5, 1.0, rhat=1.532, deviation=3.5),  # stuck: not converged
+         row(ra.PMD_DEFAULT, 2577.0, 40.0, steps=ours),
+         ra.Row(ra.Run(ra.NUMPYRO, error="failed: boom"), problem="failed")],
+        [row(ra.MARGINAL, 7400.0, 900.0, deviation=float("nan")),
+         row(ra.PYMC_DEFAULT, 2000.0, 10.0),
+         row(ra.PMD_DEFAULT, 2500.0, 46.0, steps=ours),
+         ra.Row(ra.Run(ra.NUMPYRO, error="failed: boom"), problem="failed")],
+        [row(ra.MARGINAL, 7200.0, 900.0, deviation=float("nan")),
+         row(ra.PYMC_DEFAULT, 2500.0, 10.0),
+         row(ra.PMD_DEFAULT, 1900.0, 50.0, rhat=1.02, steps=ours),  # ours did not converge
+         ra.Row(ra.Run(ra.NUMPYRO, error="failed: boom"), problem="failed")],
+    ]
+    assert rows[0][1].problem == "r-hat 1.532"
+    result = ra.ModelResult(applied, seeds, rows)
+    table = ra.seeds_table(result)
+    assert len({line.count("|") for line in table.splitlines()}) == 1  # failed rows too
+    line = next(x for x in table.splitlines() if x.startswith(f"| {ra.PMD_DEFAULT} |"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[2] == "2/3 (seed 3: r-hat 1.020)"
+    assert cells[4] == "2500.0 (1900.0-2577.0)"  # min ESS/s: median (min-max)
+    # vs PyMC: seed 1's baseline stuck, seed 3 ours: one seed left, 2500 / 2000
+    assert cells[6] == ("1.2x, 1/3 seeds; baseline did not converge in 1; this run did not "
+                        "converge in 1")
+    assert cells[7] == ("4.6x, 1/3 seeds; baseline did not converge in 1; this run did not "
+                        "converge in 1")
+    assert cells[8] == "0.35x (0.34-0.37), 2/3 seeds; this run did not converge in 1"
+    assert cells[9] == "1.020 / 1.020"  # the worst over the seeds
+    pymc = next(x for x in table.splitlines() if x.startswith(f"| {ra.PYMC_DEFAULT} |"))
+    assert "1/3 (seed 1: r-hat 1.532; 3.5 MCSE off" not in pymc  # 3.5 < 4: agreement ok
+    assert "2/3 (seed 1: r-hat 1.532)" in pymc
+    numpyro = next(x for x in table.splitlines() if x.startswith(f"| {ra.NUMPYRO} |"))
+    assert "| failed: boom | 0/3 (seeds 1, 2, 3: failed) |" in numpyro
+    summary = ra.summary_table([result]).splitlines()[2]
+    assert "| BlockedGibbs + NUTS | switchpoint |" in summary
+    assert "| 2/3 / 2/3 / 3/3 |" in summary
+    bars = ra.bars_over_seeds(result)
+    assert "r-hat <= 1.01: FAIL in 2/3 seeds (worst 1.020)" in bars
+    assert "min ESS/s >= 2x PyMC default: FAIL (median 1.2x, 1/3 seeds;" in bars
+    per_seed = ra.per_seed_table(result)
+    assert len({line.count("|") for line in per_seed.splitlines()}) == 1
+    assert len({line.count("|") for line in ra.summary_table([result]).splitlines()}) == 1
+    assert per_seed.count("\n") == 2 + 4 * 3 - 1  # every run of every seed
+    assert "| no: r-hat 1.532 |" in per_seed

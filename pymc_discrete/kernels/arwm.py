@@ -25,7 +25,7 @@ the spread does better when several sites move at once: one far proposal among t
 makes the whole proposal fail.
 
 Why the reflection keeps the proposal symmetric: the probability of a step d depends only
-on |d| (and the site), and folding with the end values repeated matches the steps that
+on the size of d (and the site), and folding with the end values repeated matches the steps that
 take x to y one to one with those that take y to x (a step that stays on the range with
 its opposite, one that folds with itself), so the Metropolis-Hastings ratio is the
 target's ratio. A reflection without the repeated end (``1 0 1``) would propose the end

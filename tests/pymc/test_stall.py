@@ -145,3 +145,42 @@ def test_paired_flip_reports_indicators_that_never_move(caplog):
                   compute_convergence_checks=False, initvals={"g": np.ones(2, "int64")})
     assert ("PairedFlip: chain 0 left ['g'] unchanged for 120 consecutive draws after "
             "tuning (draws 0 to 119 of 120)") in caplog.text
+
+
+def _gallery_mixture():
+    """PyMC's gallery Gaussian mixture written with one Categorical label per point: 500
+    points from three unit-variance clusters 5 apart, ordered means by a Potential."""
+    rng = np.random.default_rng(42)
+    centers = np.array([-5.0, 0.0, 5.0])
+    data = centers[rng.integers(0, 3, 500)] + rng.standard_normal(500)
+    model = pm.Model()
+    with model:
+        p = pm.Dirichlet("p", a=np.ones(3))
+        pm.Potential("p_min_potential", pm.math.switch(pm.math.min(p) < 0.1, -np.inf, 0))
+        means = pm.Normal("means", mu=[0, 0, 0], sigma=15, shape=3)
+        pm.Potential("order_means_potential",
+                     pm.math.switch(means[1] - means[0] < 0, -np.inf, 0)
+                     + pm.math.switch(means[2] - means[1] < 0, -np.inf, 0))
+        sd = pm.Uniform("sd", lower=0, upper=20)
+        category = pm.Categorical("category", p=p, shape=500)
+        pm.Normal("obs", mu=means[category], sigma=sd, observed=data)
+    return model
+
+
+@pytest.mark.slow
+def test_no_albp_chain_freezes_on_the_gallery_mixture():
+    """With seed 1 one of four chains ends tuning at about 36 labels a step, fitted to
+    a mode it left late in tuning, where no move of that size is accepted: at the tuned
+    scale alone it repeated one state for all 1000 draws. With a smaller scale for one
+    draw in ten it keeps moving (the labels change in a few percent of its draws), and
+    the chains agree on the cluster means."""
+    import arviz as az
+
+    with _gallery_mixture():
+        idata = pm.sample(1000, tune=1000, chains=4, cores=1, step=pmd.ALBP(), random_seed=1,
+                          progressbar=False, compute_convergence_checks=False)
+    stats = idata.sample_stats
+    moving = (stats["jump_distance"].values > 0).mean(axis=1)
+    assert np.all(moving > 0.02), moving
+    assert stats["scaling"].values[:, -1].max() > 20  # the bad tuned scale is still there
+    assert float(az.rhat(idata, var_names=["means"])["means"].max()) < 1.01
