@@ -874,6 +874,19 @@ def _model_key(name: str) -> str:
     return name.strip().lower().replace("_", "").replace("-", "")
 
 
+def _release_compiled_jax() -> None:
+    """Drop JAX's compiled executables (NumPyro's, once a seed is measured): a long run
+    of many models and seeds otherwise exhausts the memory XLA's CPU compiler reserves
+    for code ("LLVM ERROR: Unable to allocate section memory", which aborts the
+    process)."""
+    import gc
+
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    gc.collect()
+
+
 def main(argv: list[str] | None = None, quick: bool = False) -> str:
     """Run the benchmark (see the module docstring); returns the section's markdown.
 
@@ -939,6 +952,7 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
                 rows = measure_seed(applied, runs, exact)
             result.seeds.append(seed)
             result.rows.append(rows)
+            _release_compiled_jax()
             print(f"\n{name}, seed {seed} ({time.perf_counter() - seed_began:.0f} s):\n\n"
                   f"{per_seed_table(ModelResult(applied, [seed], [rows], exact))}\n",
                   flush=True)
