@@ -20,9 +20,11 @@ density, coloured so that sites of one colour share none) and picks
   a Gaussian fit of their conditional;
 * :class:`~pymc_discrete.pymc.joint.JointGibbs` when the block's sites share terms (more
   than one colour) and the block has at most
-  :data:`~pymc_discrete.kernels.joint.JOINT_MAX_STATES` joint states: every draw is an
-  exact draw from the joint conditional, so no improbable state between two probable
-  ones (explaining away in a small network) slows the chain;
+  :data:`~pymc_discrete.kernels.joint.JOINT_MAX_STATES` joint states, and either nothing
+  outside the block changes its conditional or a joint draw costs at most
+  :data:`JOINT_SWEEPS_PER_DRAW` sweeps of single-site conditionals (counted in states
+  evaluated): every draw is an exact draw from the joint conditional, so no improbable
+  state between two probable ones (explaining away in a small network) slows the chain;
 * :class:`~pymc_discrete.pymc.gibbs.BlockedGibbs` when few colours cover the block: a
   sweep then draws every site from its exact conditional in a few batched evaluations
   (mixture labels, occupancy and capture-recapture indicators, lattices), or the block
@@ -75,6 +77,7 @@ __all__ = [
     "PAIRED_MAX_SITES",
     "GIBBS_MAX_COLOURS",
     "GIBBS_MIN_SITES_PER_COLOUR",
+    "JOINT_SWEEPS_PER_DRAW",
 ]
 
 _log = logging.getLogger("pymc.pymc_discrete")
@@ -93,6 +96,37 @@ PAIRED_MAX_SITES = 200
 GIBBS_MAX_COLOURS = 32
 #: ... and so is any block whose colours hold at least this many sites on average
 GIBBS_MIN_SITES_PER_COLOUR = 8
+#: a block whose conditional changes every draw (its terms read other variables) is
+#: drawn jointly (JointGibbs) only while a draw evaluates at most this many BlockedGibbs
+#: sweeps' worth of states: an exact joint draw is worth a few sweeps on a coupled block,
+#: not hundreds
+JOINT_SWEEPS_PER_DRAW = 4
+
+
+def _terms_depend_on_others(model, value_vars) -> bool:
+    """Whether the block's terms read any other free variable (else the block's
+    conditional never changes during sampling)."""
+    others = [v for v in model.value_vars if v not in set(value_vars)]
+    return bool(others) and variable_depends_on(block_terms(model, value_vars)[0], others)
+
+
+def _joint_pays(exact, support, n_joint: int, model, value_vars) -> tuple[bool, str]:
+    """Whether drawing the block from its joint conditional (:class:`JointGibbs`) costs
+    little enough, and why: counted in states at which the block's terms are evaluated.
+
+    Where nothing outside the block changes, the conditional is evaluated once per chain.
+    Else a joint draw evaluates every joint state each draw, and a BlockedGibbs sweep
+    ``1 + K`` states per colour: the joint draw is chosen while it costs at most
+    :data:`JOINT_SWEEPS_PER_DRAW` sweeps."""
+    if not _terms_depend_on_others(model, value_vars):
+        return True, "nothing else in the model changes them, so they are evaluated once"
+    sweep = sum(1 + int(support.n_values[sites].max()) for sites in exact.colour_sites())
+    if n_joint <= JOINT_SWEEPS_PER_DRAW * sweep:
+        return True, (f"{n_joint} states a draw, against {sweep} for a sweep of single-site "
+                      "conditionals")
+    return False, (f" (not drawn jointly: its {n_joint} joint states would cost "
+                   f"{n_joint / sweep:.0f} sweeps a draw, as the other variables change every "
+                   "draw)")
 
 
 def _terms_depend_on_continuous(model, value_vars) -> bool:
@@ -230,13 +264,16 @@ def recommend(vars=None, model=None, initial_point=None,
         return Recommendation(PairedFlip, reason, n_sites, c, exact, beta)
     n_joint = count_joint_states(support.n_values)
     if c > 1 and n_joint <= JOINT_MAX_STATES:
-        reason = (
-            f"the {n_sites} sites of {names} share terms ({c} colours) and have {n_joint} "
-            "joint states: each draw evaluates them all in one batched evaluation and draws "
-            "the block exactly from its joint conditional, so no improbable state between "
-            f"probable ones slows the chain{why_not}"
-        )
-        return Recommendation(JointGibbs, reason, n_sites, c, exact)
+        pays, cost = _joint_pays(exact, support, n_joint, model, value_vars)
+        if pays:
+            reason = (
+                f"the {n_sites} sites of {names} share terms ({c} colours) and have "
+                f"{n_joint} joint states ({cost}): each draw evaluates them all in one "
+                "batched evaluation and draws the block exactly from its joint conditional, "
+                f"so no improbable state between probable ones slows the chain{why_not}"
+            )
+            return Recommendation(JointGibbs, reason, n_sites, c, exact)
+        why_not += cost
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
             f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "

@@ -180,3 +180,27 @@ def test_register_draws_the_two_node_network_like_independent_draws():
         assert abs(freq - p) <= 4 * np.sqrt(p * (1 - p) / n) + 1e-12, ((r, s), freq, p)
     ess = float(az.ess(idata, var_names=["rain"])["rain"])
     assert ess > 0.7 * n, ess
+
+
+def test_a_joint_draw_is_chosen_only_while_it_costs_a_few_sweeps():
+    """Eight densely coupled indicators (256 joint states, 8 colours: a sweep evaluates
+    24 states). With nothing else in the model their conditional is evaluated once, and
+    the joint draw is chosen; once a continuous variable's value changes it every draw,
+    256 states a draw would cost about 11 sweeps, and BlockedGibbs sweeps instead."""
+    W = np.triu(np.random.default_rng(0).normal(0.0, 0.5, (8, 8)), 1)
+    for with_mu in (False, True):
+        with pm.Model():
+            g = pm.Bernoulli("g", 0.3, shape=8)
+            gf = pt.cast(g, "float64")
+            pm.Potential("couplings", gf @ W @ gf)
+            if with_mu:
+                mu = pm.Normal("mu")
+                pm.Normal("y", mu * gf.sum(), 1.0, observed=1.0)
+            choice = pmd.recommend([g])
+        assert choice.n_colours == 8
+        if with_mu:
+            assert choice.step is pmd.BlockedGibbs
+            assert "would cost 11 sweeps a draw" in choice.reason
+        else:
+            assert choice.step is pmd.JointGibbs
+            assert "evaluated once" in choice.reason
