@@ -30,7 +30,7 @@ import pymc as pm
 
 import pymc_discrete as pmd
 from benchmarks.harness import machine_description, spread_over_seeds, write_section
-from pymc_discrete.example_models import bernoulli_model, ising_model
+from pymc_discrete.example_models import bernoulli_model, gallery_mixture, ising_model
 
 SEEDS = (1, 2, 3)
 
@@ -41,26 +41,6 @@ def _longest_run(moved: np.ndarray) -> int:
         run = 0 if m else run + 1
         best = max(best, run)
     return best
-
-
-def gallery_mixture() -> pm.Model:
-    """PyMC's gallery Gaussian mixture with one Categorical label per point (500 points,
-    three unit-variance clusters 5 apart, means ordered by a Potential)."""
-    rng = np.random.default_rng(42)
-    centers = np.array([-5.0, 0.0, 5.0])
-    data = centers[rng.integers(0, 3, 500)] + rng.standard_normal(500)
-    model = pm.Model()
-    with model:
-        p = pm.Dirichlet("p", a=np.ones(3))
-        pm.Potential("p_min_potential", pm.math.switch(pm.math.min(p) < 0.1, -np.inf, 0))
-        means = pm.Normal("means", mu=[0, 0, 0], sigma=15, shape=3)
-        pm.Potential("order_means_potential",
-                     pm.math.switch(means[1] - means[0] < 0, -np.inf, 0)
-                     + pm.math.switch(means[2] - means[1] < 0, -np.inf, 0))
-        sd = pm.Uniform("sd", lower=0, upper=20)
-        category = pm.Categorical("category", p=p, shape=500)
-        pm.Normal("obs", mu=means[category], sigma=sd, observed=data)
-    return model
 
 
 def cost_rows(draws: int, tune: int, seeds: tuple[int, ...]) -> list[str]:

@@ -19,6 +19,7 @@ __all__ = [
     "bernoulli_model",
     "binarised_digits",
     "fhmm_model",
+    "gallery_mixture",
     "ising_fields",
     "ising_model",
     "potts_model",
@@ -429,4 +430,47 @@ def potts_model(
             "coupling",
             coupling * (pt.eq(z[:, 1:], z[:, :-1]).sum() + pt.eq(z[1:, :], z[:-1, :]).sum()),
         )
+    return model
+
+
+def gallery_mixture(n: int = 500, seed: int = 42) -> pm.Model:
+    """PyMC's gallery Gaussian mixture written with one Categorical label per point.
+
+    ``n`` points from three unit-variance clusters at -5, 0 and 5; weights
+    ``p ~ Dirichlet(1, 1, 1)`` kept above 0.1 and means ``Normal(0, 15)`` kept ordered by
+    Potentials, one shared ``sd ~ Uniform(0, 20)``, labels ``category ~ Categorical(p)``.
+    A chain of a label sampler can spend its tuning in a mode where one wide component
+    covers the data, whose labels are nearly exchangeable.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (labels).
+    seed : int
+        Seed of the simulated data.
+
+    Returns
+    -------
+    pymc.Model
+
+    Examples
+    --------
+    >>> model = gallery_mixture(n=20)
+    >>> model["category"].type.shape
+    (20,)
+    """
+    rng = np.random.default_rng(seed)
+    centers = np.array([-5.0, 0.0, 5.0])
+    data = centers[rng.integers(0, 3, n)] + rng.standard_normal(n)
+    model = pm.Model()
+    with model:
+        p = pm.Dirichlet("p", a=np.ones(3))
+        pm.Potential("p_min_potential", pm.math.switch(pm.math.min(p) < 0.1, -np.inf, 0))
+        means = pm.Normal("means", mu=[0, 0, 0], sigma=15, shape=3)
+        pm.Potential("order_means_potential",
+                     pm.math.switch(means[1] - means[0] < 0, -np.inf, 0)
+                     + pm.math.switch(means[2] - means[1] < 0, -np.inf, 0))
+        sd = pm.Uniform("sd", lower=0, upper=20)
+        category = pm.Categorical("category", p=p, shape=n)
+        pm.Normal("obs", mu=means[category], sigma=sd, observed=data)
     return model

@@ -12,6 +12,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
+from pymc_discrete.example_models import gallery_mixture
 from pymc_discrete.adaptation.scale_mixture import SMALL_SCALE_SHARE, scale_for_draw
 from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch, chain_index
 from tests.exact import (
@@ -147,26 +148,6 @@ def test_paired_flip_reports_indicators_that_never_move(caplog):
             "tuning (draws 0 to 119 of 120)") in caplog.text
 
 
-def _gallery_mixture():
-    """PyMC's gallery Gaussian mixture written with one Categorical label per point: 500
-    points from three unit-variance clusters 5 apart, ordered means by a Potential."""
-    rng = np.random.default_rng(42)
-    centers = np.array([-5.0, 0.0, 5.0])
-    data = centers[rng.integers(0, 3, 500)] + rng.standard_normal(500)
-    model = pm.Model()
-    with model:
-        p = pm.Dirichlet("p", a=np.ones(3))
-        pm.Potential("p_min_potential", pm.math.switch(pm.math.min(p) < 0.1, -np.inf, 0))
-        means = pm.Normal("means", mu=[0, 0, 0], sigma=15, shape=3)
-        pm.Potential("order_means_potential",
-                     pm.math.switch(means[1] - means[0] < 0, -np.inf, 0)
-                     + pm.math.switch(means[2] - means[1] < 0, -np.inf, 0))
-        sd = pm.Uniform("sd", lower=0, upper=20)
-        category = pm.Categorical("category", p=p, shape=500)
-        pm.Normal("obs", mu=means[category], sigma=sd, observed=data)
-    return model
-
-
 @pytest.mark.slow
 def test_no_albp_chain_freezes_on_the_gallery_mixture():
     """With seed 1 one of four chains ends tuning at about 36 labels a step, fitted to
@@ -176,7 +157,7 @@ def test_no_albp_chain_freezes_on_the_gallery_mixture():
     the chains agree on the cluster means."""
     import arviz as az
 
-    with _gallery_mixture():
+    with gallery_mixture():
         idata = pm.sample(1000, tune=1000, chains=4, cores=1, step=pmd.ALBP(), random_seed=1,
                           progressbar=False, compute_convergence_checks=False)
     stats = idata.sample_stats
