@@ -503,7 +503,7 @@ class SiteBlockStep(ArrayStepShared):
         state = self._state
         if self._others_changed() or state is None or not np.array_equal(state.x, x):
             state = self._init_state(x)
-            if not np.isfinite(state.logp):
+            if self._refuses_impossible_start and not np.isfinite(state.logp):
                 raise ValueError(
                     f"{type(self).__name__}: the current point has log density {state.logp}"
                     f"{self._offending_terms(x)}; start from a point of positive "
@@ -542,6 +542,11 @@ class SiteBlockStep(ArrayStepShared):
         stats["warning"] = self._stall_warning(stats["jump_distance"] > 0, state)
         values = state.x + self.offsets if self._offset else state.x
         return RaveledVars(values.astype(q0.data.dtype, copy=True), q0.point_map_info), [stats]
+
+    #: whether a current point of zero probability is an error (a step whose move
+    #: depends on the current state cannot leave it); a step whose draw does not may
+    #: start anywhere
+    _refuses_impossible_start = True
 
     def _draw_scale(self) -> float:
         """The scale of this draw: the tuner's while tuning (its target is measured at

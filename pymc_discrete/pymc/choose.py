@@ -103,10 +103,9 @@ GIBBS_MIN_SITES_PER_COLOUR = 8
 JOINT_SWEEPS_PER_DRAW = 4
 
 
-def _terms_depend_on_others(model, value_vars) -> bool:
-    """Whether the block's terms read any other free variable (else the block's
-    conditional never changes during sampling)."""
-    others = [v for v in model.value_vars if v not in set(value_vars)]
+def _terms_depend_on(model, value_vars, others) -> bool:
+    """Whether the block's terms read any of the value variables ``others``."""
+    others = list(others)
     return bool(others) and variable_depends_on(block_terms(model, value_vars)[0], others)
 
 
@@ -118,7 +117,8 @@ def _joint_pays(exact, support, n_joint: int, model, value_vars) -> tuple[bool, 
     Else a joint draw evaluates every joint state each draw, and a BlockedGibbs sweep
     ``1 + K`` states per colour: the joint draw is chosen while it costs at most
     :data:`JOINT_SWEEPS_PER_DRAW` sweeps."""
-    if not _terms_depend_on_others(model, value_vars):
+    outside = [v for v in model.value_vars if v not in set(value_vars)]
+    if not _terms_depend_on(model, value_vars, outside):
         return True, "nothing else in the model changes them, so they are evaluated once"
     sweep = sum(1 + int(support.n_values[sites].max()) for sites in exact.colour_sites())
     if n_joint <= JOINT_SWEEPS_PER_DRAW * sweep:
@@ -127,14 +127,6 @@ def _joint_pays(exact, support, n_joint: int, model, value_vars) -> tuple[bool, 
     return False, (f" (not drawn jointly: its {n_joint} joint states would cost "
                    f"{n_joint / sweep:.0f} sweeps a draw, as the other variables change every "
                    "draw)")
-
-
-def _terms_depend_on_continuous(model, value_vars) -> bool:
-    """Whether the block's terms depend on a continuous variable (else summing it out
-    would change nothing: its exact draws are independent of them anyway)."""
-    continuous = list(model.continuous_value_vars)
-    return bool(continuous) and variable_depends_on(block_terms(model, value_vars)[0],
-                                                    continuous)
 
 
 class Recommendation(NamedTuple):
@@ -231,7 +223,7 @@ def recommend(vars=None, model=None, initial_point=None,
     if c == 1 and k > COLLAPSE_MAX_VALUES:
         why_not = (f" (it is not summed out: with {k} values a site, the sum would evaluate its "
                    f"terms {k} times at every NUTS step, against {1 + k} times a draw here)")
-    elif c == 1 and _terms_depend_on_continuous(model, value_vars):
+    elif c == 1 and _terms_depend_on(model, value_vars, model.continuous_value_vars):
         scaled = (_paired(model, value_vars, initial_point, support, scaled_coefficients)
                   if n_sites <= PAIRED_MAX_SITES else None)
         if scaled is not None:

@@ -10,7 +10,6 @@ at their current values.
 from __future__ import annotations
 
 import numpy as np
-from pymc.blocking import RaveledVars, StatsType
 from pymc.step_methods.compound import Competence
 
 from pymc_discrete.kernels.common import StepInfo
@@ -107,6 +106,10 @@ class JointGibbs(SiteBlockStep):
     """
 
     name = "joint_gibbs"
+    # the draw does not depend on the current state, so the chain may start anywhere (the
+    # model's initial point may be impossible, as no rain and no sprinkler is given wet
+    # grass); only a conditional without any possible state is an error (_init_state)
+    _refuses_impossible_start = False
     _competence_level = Competence.COMPATIBLE  # register() chooses it by structure
     _scale_parameter = "n_joint_states"
     _scale_bounds_reason = "the number of joint states is fixed by the block"
@@ -208,20 +211,6 @@ class JointGibbs(SiteBlockStep):
                 "model, or start from other values (pm.sample(initvals=...))"
             )
         return init_joint_state(x, logps, self.n_categories)
-
-    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, StatsType]:
-        if self.n_sites:
-            x = np.asarray(q0.data, dtype=np.int64) - self.offsets
-            state = self._state
-            if self._others_changed() or state is None or not np.array_equal(state.x, x):
-                # the conditional at the current values, evaluated here so that
-                # SiteBlockStep.astep finds it up to date and does not refuse a current
-                # state of probability zero: the draw does not depend on the current
-                # state, so the chain may start anywhere (the model's initial point may be
-                # impossible, as no rain and no sprinkler is given wet grass); only a
-                # conditional without any possible state is an error (_init_state)
-                self._state = self._init_state(x)
-        return super().astep(q0)
 
     def _kernel_step(self, state: JointState, scale: float) -> tuple[JointState, StepInfo]:
         return joint_gibbs_step(state, self.rng, self._states)

@@ -9,6 +9,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 
+import pymc_discrete as pmd
 from tests.exact import all_states
 from tests.pymc.checks import PRODUCT_P
 
@@ -118,3 +119,14 @@ def product_bernoulli():
     with pm.Model() as model:
         pm.Bernoulli("x", PRODUCT_P, shape=PRODUCT_P.size)
     return model
+
+
+@pytest.fixture
+def registered():
+    """``pmd.register()`` for the test, undone afterwards whatever happens."""
+    pmd.register()
+    try:
+        yield
+    finally:
+        pmd.unregister()
+    assert not pmd.is_registered()

@@ -154,19 +154,15 @@ def test_a_small_coupled_block_is_drawn_from_its_joint_conditional():
     assert "4 joint states" in choice.reason
 
 
-def test_register_draws_the_two_node_network_like_independent_draws():
+def test_register_draws_the_two_node_network_like_independent_draws(registered):
     """register() + pm.sample(): joint frequencies within 4 standard errors of the
     enumerated posterior, and an ESS of the indicator near the number of draws (single-site
     Gibbs gets about 20 of 4000)."""
     import arviz as az
 
-    pmd.register()
-    try:
-        with _rain_sprinkler():
-            idata = pm.sample(1000, tune=200, chains=4, cores=1, random_seed=2024,
-                              progressbar=False, compute_convergence_checks=False)
-    finally:
-        pmd.unregister()
+    with _rain_sprinkler():
+        idata = pm.sample(1000, tune=200, chains=4, cores=1, random_seed=2024,
+                          progressbar=False, compute_convergence_checks=False)
     prior = {(0, 0): 0.8 * 0.6, (0, 1): 0.8 * 0.4, (1, 0): 0.2 * 0.99, (1, 1): 0.2 * 0.01}
     wet = {(0, 0): 0.0, (0, 1): 0.9, (1, 0): 0.8, (1, 1): 0.99}
     joint = {s: prior[s] * wet[s] for s in prior}

@@ -26,17 +26,6 @@ N_SE = 4.5
 RARE = 0.01
 
 
-@pytest.fixture
-def registered():
-    """``pmd.register()`` for the test, undone afterwards whatever happens."""
-    pmd.register()
-    try:
-        yield
-    finally:
-        pmd.unregister()
-    assert not pmd.is_registered()
-
-
 def _sample(model, step=None, *, draws=1000, tune=500, chains=4, seed=7, cores=1, **kwargs):
     with model:
         return pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, step=step,

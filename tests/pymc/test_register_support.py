@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
@@ -30,15 +31,6 @@ REFUSED = {
     "multinomial": (lambda: pm.Multinomial("x", 5, [0.2, 0.3, 0.5]), "tied by their sum"),
     "poisson": (lambda: pm.Poisson("x", 3.0), "infinite"),
 }
-
-
-@pytest.fixture
-def registered():
-    pmd.register()
-    try:
-        yield
-    finally:
-        pmd.unregister()
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
@@ -103,10 +95,11 @@ def test_a_model_mixing_supported_and_refused_variables(registered, caplog):
         assert f"pymc_discrete leaves {name} to PyMC's own steps" in log
     for name in ("z", "k"):
         assert f"pymc_discrete leaves {name} " not in log
-    # z is independent of everything: its prior mean, within 5 standard errors of the
-    # mean of 400 independent-ish draws (an exact conditional draw per sweep)
-    mean = float(idata.posterior["z"].mean())
-    assert abs(mean - 0.25) < 5 * np.sqrt(0.25 * 0.75 / (400 * 5)) + 0.02
+    # z is independent of everything: its prior mean, within 4 Monte Carlo standard
+    # errors (of the share of ones per draw, ArviZ's MCSE over the chain)
+    share = idata.posterior["z"].mean("z_dim_0")
+    mcse = float(az.mcse(share.values))
+    assert abs(float(share.mean()) - 0.25) < 4 * mcse, (float(share.mean()), mcse)
     assert big.name in idata.posterior and count.name in idata.posterior
     assert k.name in idata.posterior and z.name in idata.posterior
 
