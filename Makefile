@@ -7,7 +7,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test docs bench bench-quick clean
+.PHONY: venv demo test lint docs bench bench-quick clean
 
 venv: $(STAMP)
 
@@ -28,8 +28,12 @@ demo: $(STAMP)
 
 # the docs are part of the tests: a broken page or docstring fails CI. The tests run on
 # both cores (pytest-xdist); `pytest -m "not slow"` skips the end-to-end runs for a quick loop
-test: docs
+test: lint docs
 	$(PY) -m pytest -q -n 2 --dist worksteal tests
+
+# ruff (pyproject.toml holds its rules): pyflakes, pycodestyle, import order, bugbear
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html

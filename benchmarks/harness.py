@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import platform
 import time
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import arviz as az

@@ -66,8 +66,8 @@ def signal_model(n: int):
 def _child(model_name: str, size: int) -> dict:
     """Build ALBP(proposal="exact") once and report its set-up (in this process)."""
     import pymc_discrete as pmd
-    from pymc_discrete.pymc import exact as exact_module
     from pymc_discrete.example_models import ising_model
+    from pymc_discrete.pymc import exact as exact_module
 
     model = ising_model(size) if model_name == "ising" else signal_model(size)
     var = model["x"] if model_name == "ising" else model["g"]

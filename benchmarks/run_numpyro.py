@@ -32,8 +32,8 @@ import pymc_discrete as pmd
 from benchmarks.harness import (
     Measurement,
     _logp_trace,
-    jump_distance,
     format_table,
+    jump_distance,
     machine_description,
     measure,
     median_site_ess,

@@ -47,9 +47,9 @@ from benchmarks.harness import (  # noqa: E402
     write_section,
 )
 from pymc_discrete.adaptation import ScaleAdapter  # noqa: E402
+from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
 from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
 from pymc_discrete.kernels.arwm import RWState, arwm_step  # noqa: E402
-from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

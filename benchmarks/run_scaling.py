@@ -33,8 +33,8 @@ import pymc as pm  # noqa: E402
 
 import pymc_discrete as pmd  # noqa: E402
 from benchmarks.harness import machine_description, measure, write_section  # noqa: E402
-from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
 from pymc_discrete.example_models import ising_model  # noqa: E402
+from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,6 +6,7 @@
 ...     step = pmd.ALBP([g])  # doctest: +SKIP
 """
 
+from pymc_discrete.plots import plot_moves, plot_tuning
 from pymc_discrete.pymc import (
     ALBP,
     ARWM,
@@ -16,15 +17,14 @@ from pymc_discrete.pymc import (
     NotCollapsible,
     PairedFlip,
     Recommendation,
-    recommend,
     RelaxationError,
     RelaxationWarning,
     TuningWarning,
     is_registered,
+    recommend,
     register,
     unregister,
 )
-from pymc_discrete.plots import plot_moves, plot_tuning
 from pymc_discrete.samcmc import SAMCMC
 
 __version__ = "0.1.0"

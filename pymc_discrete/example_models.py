@@ -12,7 +12,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-
 __all__ = [
     "BERNOULLI_CONFIGS",
     "ISING_CONFIGS",

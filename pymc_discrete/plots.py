@@ -28,7 +28,6 @@ needs no ``steps``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -480,7 +479,8 @@ def plot_moves(
     One row of two panels per step of this package found in ``idata`` (see
     :func:`plot_tuning`). Left, the jump distance of each draw (``jump_distance``: the
     number of sites the draw changed, whose mean the tuning aims to maximise: through
-    the optimal acceptance rate for ALBP and ARWM, per unit of cost for PAS); right, the M-H acceptance probability of each draw (``accept``), with
+    the optimal acceptance rate for ALBP and ARWM, per unit of cost for PAS); right, the M-H
+    acceptance probability of each draw (``accept``), with
     the target acceptance as a dashed line. Dots are the draws, lines their
     trailing mean over the last ``window`` draws, one colour per chain. The tuning
     draws are included when ``idata`` holds them (shaded, the end of tuning marked by

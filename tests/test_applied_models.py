@@ -159,8 +159,9 @@ def test_collapsed_nuts_sums_out_exactly_what_the_hand_written_marginal_does(bui
     """CollapsedNUTS's automatic marginal (full-size models) has the log density and the
     gradient of the benchmark's hand-written marginal model at random points around the
     initial point (the two share their continuous variables and transforms)."""
-    import pymc_discrete as pmd
     from pymc.blocking import DictToArrayBijection
+
+    import pymc_discrete as pmd
 
     applied = getattr(am, builder)()
     model, marginal = applied.model, applied.marginal

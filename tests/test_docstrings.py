@@ -9,9 +9,6 @@ import inspect
 import pytest
 from numpydoc.docscrape import ClassDoc, FunctionDoc
 
-import pymc_discrete
-
-
 #: the documented API: what the package, its kernels and adaptation layers export, and
 #: the reference models (the rest is internal, documented but not promised)
 API_MODULES = ["pymc_discrete", "pymc_discrete.kernels", "pymc_discrete.adaptation",

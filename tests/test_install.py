@@ -210,7 +210,8 @@ def test_wheel_installs_into_a_read_only_venv_and_caches_its_kernels(tmp_path, r
     python = venv / "bin" / "python"
     _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
           "--no-cache-dir", "--disable-pip-version-check", wheel])
-    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(_run([python, "-c", purelib]).stdout.strip())
     assert (site / "pymc_discrete" / "__init__.py").is_file()
     dev_site = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
     (site / "dev-venv-dependencies.pth").write_text("".join(f"{p}\n" for p in dev_site))

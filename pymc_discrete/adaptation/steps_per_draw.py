@@ -19,7 +19,8 @@ draw's changes look like a small share of the block while the sites that do move
 thinned. M is the number of sites seen moving in the second half of tuning plus an
 estimate of the movable ones a short tuning left unmoved by chance, from the sites that
 moved once and twice (Chao's estimator of the unseen, :func:`moving_sites`; a lower
-bound when some sites move more often than others, which errs toward fewer steps). In a small block a step changes a large share of
+bound when some sites move more often than others, which errs toward fewer steps). In a small
+block a step changes a large share of
 the sites (k = 1 anyway), PyMC's per-draw cost is small, and in a model with other
 steps (NUTS on the continuous variables) the draw's cost is theirs, not ours to share.
 Blocked Gibbs sweeps redraw every site, so a sweep usually changes a large share of them

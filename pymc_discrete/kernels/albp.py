@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import (
     STAY,
     StepInfo,
@@ -32,6 +31,7 @@ from pymc_discrete.kernels.common import (
     metropolis_hastings,
     step_result,
 )
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.sampling import ordered_picks_logprob, sample_ordered_core
 from pymc_discrete.kernels.weights import balanced_weights, rebalanced_weights
 

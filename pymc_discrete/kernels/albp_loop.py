@@ -299,7 +299,8 @@ def albp_steps(
 
     The same chain as ``n_steps`` calls of
     :func:`~pymc_discrete.kernels.albp.albp_step` with ``logp_and_ratios = lambda y:
-    target(y, *extra)`` (``target`` the function the loop was specialised on) and the same generator (see the module docstring), without the
+    target(y, *extra)`` (``target`` the function the loop was specialised on) and the same
+    generator (see the module docstring), without the
     Python work between steps.
 
     Parameters

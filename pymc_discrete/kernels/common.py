@@ -71,7 +71,7 @@ class StepsInfo(NamedTuple):
     n_proposed: np.ndarray
 
     @classmethod
-    def from_steps(cls, steps: list[StepInfo]) -> "StepsInfo":
+    def from_steps(cls, steps: list[StepInfo]) -> StepsInfo:
         """Collect the :class:`StepInfo` of consecutive steps."""
         return cls(
             np.array([s.accept_prob for s in steps], dtype=np.float64),

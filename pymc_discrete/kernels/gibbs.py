@@ -20,7 +20,8 @@ Two guarantees, chosen by the caller:
 Each site of a colour moves by :func:`site_transitions`: Metropolised Gibbs (a new value
 proposed from the conditional without the current one, Liu 1996), which moves more often
 than a draw from the conditional, mixed with 10% heat-bath draws, so that even fair coins
-stay put sometimes (no periodic chain). Both leave the conditional invariant. Randomness: the uniforms come from the chain's
+stay put sometimes (no periodic chain). Both leave the conditional invariant. Randomness: the
+uniforms come from the chain's
 ``numpy.random.Generator``, one per site per colour and one per Metropolis-Hastings test.
 """
 
@@ -31,8 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import StepInfo, acceptance_probability
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.structure import site_term_change
 
 __all__ = [

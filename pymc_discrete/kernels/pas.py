@@ -43,12 +43,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import (
     kernel_seed,
     metropolis_hastings,
     probabilistic_round,
 )
+from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.ratios import potential_table
 from pymc_discrete.kernels.sum_tree import (
     tree_draw,

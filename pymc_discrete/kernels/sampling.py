@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import kernel_seed, seed_numba, sum_unmasked
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = ["sample_ordered", "sample_ordered_core", "ordered_picks_logprob"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_discrete.kernels.jit import njit_cached
 from pymc_discrete.kernels.common import sum_unmasked
+from pymc_discrete.kernels.jit import njit_cached
 
 __all__ = [
     "RESCALE_EFOLDS",

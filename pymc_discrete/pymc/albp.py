@@ -86,7 +86,8 @@ class ALBP(InformedStep):
         draw's steps share one R; while tuning, the tuner then takes their acceptance
         probabilities one by one.
     compiled_loop : bool or "auto"
-        Run a draw's steps (when it makes more than one) inside one numba-compiled loop that calls the model's log
+        Run a draw's steps (when it makes more than one) inside one numba-compiled loop that
+        calls the model's log
         density and gradient (or, with exact ratios, its batched elementwise terms)
         compiled by PyTensor in NUMBA mode, instead of a Python loop around a compiled
         function (binary and categorical blocks, either proposal).

@@ -18,10 +18,10 @@ import numpy as np
 from pymc.blocking import RaveledVars, StatsType
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
+from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import WithSamplingState, dataclass_state, equal_dataclass_values
-from pymc.stats.convergence import SamplerWarning
 from rich.progress import TextColumn
 from rich.table import Column
 
@@ -34,8 +34,8 @@ from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch
 from pymc_discrete.pymc.validation import (
     SUPPORTED_OPS,
     block_value_vars,
-    check_discrete_block,
     check_auto_or_positive_int,
+    check_discrete_block,
     check_initial_point,
     check_unit_interval,
     site_support_problem,

@@ -47,7 +47,6 @@ import weakref
 from typing import NamedTuple
 
 import numpy as np
-
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
@@ -56,10 +55,10 @@ from pymc.step_methods.hmc.base_hmc import BaseHMC
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import variable_depends_on
 
+from pymc_discrete.kernels.joint import JOINT_MAX_STATES, count_joint_states
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
 from pymc_discrete.pymc.exact import ExactRatios, block_terms
-from pymc_discrete.kernels.joint import JOINT_MAX_STATES, count_joint_states
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.joint import JointGibbs
 from pymc_discrete.pymc.paired import PairedFlip, scaled_coefficients, switched_coefficients

@@ -35,11 +35,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.blocking import RaveledVars
 from pymc.model import modelcontext
 from pymc.model.core import ValueGradFunction
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import make_shared_replacements
-from pymc.blocking import RaveledVars
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import CompoundStep
 from pymc.step_methods.hmc import NUTS

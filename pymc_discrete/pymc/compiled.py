@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytensor
-from pytensor.graph.replace import clone_replace
 import pytensor.tensor as pt
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.basic import Variable
+from pytensor.graph.replace import clone_replace
 
 from pymc_discrete.kernels.first_class import FirstClassTarget
 from pymc_discrete.pymc.relaxation import relaxed_logp

@@ -71,7 +71,6 @@ from pymc_discrete.kernels.gibbs import (
     site_by_site_table,
     sites_of_colour,
 )
-from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledRatios
 from pymc_discrete.kernels.gibbs_loop import ColourLayout
 from pymc_discrete.kernels.structure import (
     DependencySuperset,
@@ -85,6 +84,7 @@ from pymc_discrete.kernels.structure import (
     discover_structure_csr,
     transpose_csr,
 )
+from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledRatios
 
 __all__ = [
     "ExactRatios",

@@ -53,7 +53,8 @@ class BlockedGibbs(SiteBlockStep):
         more often). Default 0.1; 1 draws every site afresh (what a collapsed sampler
         needs: :class:`~pymc_discrete.CollapsedNUTS`).
     compiled_loop : bool or "auto"
-        Run a draw's sweeps (when it makes more than one) inside one numba-compiled loop that calls the model's
+        Run a draw's sweeps (when it makes more than one) inside one numba-compiled loop that
+        calls the model's
         batched terms compiled by PyTensor in NUMBA mode, instead of a Python loop over
         the colours around a compiled function. The chain is the same, draw for draw;
         each colour saves the Python work between evaluations, at the price of a numba

@@ -12,11 +12,11 @@ from pymc.blocking import RaveledVars
 from pymc.model import modelcontext
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import make_shared_replacements
-from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.stats.convergence import SamplerWarning
+from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.util import get_value_vars_from_user_vars
-from pytensor.graph.basic import Variable
 from pytensor.gradient import jacobian
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
 from pymc_discrete.kernels.paired import (
@@ -178,7 +178,8 @@ def scaled_coefficients(model, indicator, initial_point: dict | None = None,
     The scale-mixture form of spike-and-slab, ``beta ~ Normal(0, switch(g, slab, spike))``:
     flipping ``g_j`` changes the gradient of ``beta``'s own prior in ``beta_j`` and in no
     other element, and leaves the gradient of every other term in ``beta`` as it was (the
-    indicator acts on the coefficient through its prior alone). Checked at :data:`PROBE_POINTS` // 2 points (the initial point
+    indicator acts on the coefficient through its prior alone). Checked at
+    :data:`PROBE_POINTS` // 2 points (the initial point
     with the continuous variables perturbed, random indicators), flipping every site in
     turn. Summed out, such a block leaves NUTS a mixture of a narrow and a wide
     component in every ``beta_j``, which it does not cross; flipping ``g_j`` with a fresh

@@ -104,7 +104,8 @@ class PAS(InformedStep):
         the locally balanced proposal that changes several sites at once, was the
         previous default).
     compiled_loop : bool or "auto"
-        Run a draw's steps (when it makes more than one) inside one numba-compiled loop that calls the model's log
+        Run a draw's steps (when it makes more than one) inside one numba-compiled loop that
+        calls the model's log
         density and local ratios compiled by PyTensor in NUMBA mode (the relaxation's
         gradient, or the model's batched elementwise terms for exact ratios), instead of
         a Python loop around a compiled function: PAFS and PAS, binary and categorical

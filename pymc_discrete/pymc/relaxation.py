@@ -41,9 +41,8 @@ from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.traversal import io_toposort
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Prod, Sum
-from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.special import xlog1py, xlogy

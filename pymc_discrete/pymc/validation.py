@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-
-import numpy as np
 from typing import NamedTuple
 
+import numpy as np
 from pymc.distributions.discrete import DiscreteUniformRV
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors

@@ -16,14 +16,14 @@ from pymc.util import get_value_vars_from_user_vars
 from rich.progress import TextColumn
 from rich.table import Column
 
+from pymc_discrete.pymc.block_step import STALLED_DRAWS_FAILING
+from pymc_discrete.pymc.validation import check_choice, check_positive_int
 from pymc_discrete.samcmc.kernel import (
     COVARIANCES,
     PROPOSALS,
     init_population,
     samcmc_step,
 )
-from pymc_discrete.pymc.block_step import STALLED_DRAWS_FAILING
-from pymc_discrete.pymc.validation import check_choice, check_positive_int
 
 __all__ = ["SAMCMC", "SAMCMCState"]
 

@@ -10,13 +10,13 @@ from pymc_discrete.kernels.albp import albp_step, init_lb_state
 from pymc_discrete.kernels.arwm import RWState, arwm_step
 from pymc_discrete.kernels.weights import weight_code
 from tests.exact import (
-    mixture_matrix,
     assert_frequencies_match,
     assert_reversible,
     categorical_albp_matrix,
     categorical_arwm_matrix,
     categorical_distribution,
     categorical_index,
+    mixture_matrix,
 )
 from tests.targets import potts_target
 

@@ -76,7 +76,8 @@ def assert_joint_frequencies_match(idata, names, states, probs, n_mcse: float = 
 
     The MCSE is ArviZ's for the chain's indicator of the state, floored at the binomial
     standard error of the chain's smallest effective sample size over the indicators
-    (a state a chain never visits has an estimated MCSE of 0). Checking each chain alone catches a reducible chain whose chains sit in
+    (a state a chain never visits has an estimated MCSE of 0). Checking each chain alone
+    catches a reducible chain whose chains sit in
     different classes while their pooled frequencies look right.
     """
     draws = draws_of(idata, names)

@@ -11,8 +11,8 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.kernels.structure import greedy_colouring
 from pymc_discrete.example_models import ising_model
+from pymc_discrete.kernels.structure import greedy_colouring
 from tests.exact import albp_matrix, all_states, assert_reversible, target_distribution
 
 

@@ -15,6 +15,7 @@ from pymc_discrete.example_models import ising_model
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 from tests.pymc.test_blocked_gibbs import _pattern_model, _probed_only
 
+
 def _failing_check() -> pm.Model:
     """A parameter check fails where z0 = z1 = 1 (the colour's draw is then taken site by
     site and corrected), beside a pairwise potential."""

@@ -4,17 +4,13 @@ reproducibility and bad input."""
 
 from __future__ import annotations
 
-import warnings
-
 import arviz as az
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model, parity_model
-from tests.exact import all_states
 from tests.pymc.checks import N_MCSE, means_within_mcse, one_hot_means_within_mcse, sample
 
 

@@ -65,7 +65,7 @@ def test_register_leaves_refused_variables_to_pymc(case, registered, caplog):
     build, why = REFUSED[case]
     with pm.Model():
         x = build()
-        z = pm.Bernoulli("z", 0.3, shape=3)
+        pm.Bernoulli("z", 0.3, shape=3)
         with caplog.at_level(logging.INFO, logger="pymc"):
             idata = pm.sample(30, tune=30, chains=1, progressbar=False, random_seed=1,
                               compute_convergence_checks=False)

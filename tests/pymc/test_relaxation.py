@@ -54,7 +54,7 @@ def test_relaxation_is_exact_at_integer_points_with_continuous_neighbours():
         g = pm.Bernoulli("g", p, shape=4)
         beta = pm.Normal("beta", 0, 1, shape=4)
         pm.Normal("y", mu=pt.as_tensor(X) @ (g * beta), sigma=0.5, observed=rng.normal(size=8))
-    for relaxed, exact, ratios, flips in _relaxed_vs_exact(model, ["g"]):
+    for relaxed, exact, ratios, _flips in _relaxed_vs_exact(model, ["g"]):
         assert relaxed == pytest.approx(exact, rel=1e-12, abs=1e-10)
         assert np.all(np.isfinite(ratios))
 
@@ -81,7 +81,7 @@ def test_integer_arithmetic_on_the_values_is_relaxed():
         g = pm.Bernoulli("g", 0.4, shape=4)
         k = pt.cast(g, "int64").sum()  # an integer count
         pm.Potential("count", -0.3 * k**2)
-    for relaxed, exact, ratios, flips in _relaxed_vs_exact(model, ["g"]):
+    for relaxed, exact, _ratios, _flips in _relaxed_vs_exact(model, ["g"]):
         assert relaxed == pytest.approx(exact, rel=1e-12, abs=1e-10)
 
 

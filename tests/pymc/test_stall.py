@@ -12,8 +12,8 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.example_models import gallery_mixture
 from pymc_discrete.adaptation.scale_mixture import SMALL_SCALE_SHARE, scale_for_draw
+from pymc_discrete.example_models import gallery_mixture
 from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch, chain_index
 from tests.exact import (
     albp_matrix,
@@ -118,8 +118,10 @@ def test_the_mixture_of_scales_is_reversible_and_moves_where_the_tuned_scale_doe
     pi = target_distribution(target, n)
     nodes, weights = np.polynomial.legendre.leggauss(12)  # log-uniform over [1, 3]
     log_scales = 0.5 * np.log(3.0) * (nodes + 1.0)
-    matrix = lambda scale: mixture_matrix(lambda r: albp_matrix(target, n, r, "barker"),
-                                          scale, n)
+
+    def matrix(scale):
+        return mixture_matrix(lambda r: albp_matrix(target, n, r, "barker"), scale, n)
+
     tuned = matrix(3.0)
     small = sum(0.5 * w * matrix(float(np.exp(s))) for w, s in zip(weights, log_scales))
     P = (1 - SMALL_SCALE_SHARE) * tuned + SMALL_SCALE_SHARE * small

@@ -3,7 +3,6 @@ parallel chains, registration and bad input."""
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
