@@ -23,11 +23,11 @@ target, kept within the range of scales seen there. The curve has the shape of t
 optimal-scaling limit of the acceptance rate, ``2 Phi(-lambda R^k / 2)`` (k = 3/2 for
 locally balanced proposals, 1/2 for the random walk; :func:`fitted_crossing`), a line in
 log R under its link; a straight line through iterates spread over the bend of that
-sigmoid puts the crossing a few percent off (3 % too large a scale at 0.234 on the
-curve of ``tests/adaptation``). Where the curve does not fall with the scale (acceptance
-flat, or rising as on parity-like targets) the weighted geometric mean of the window's
-scales is used. The estimate that starts each window is found the same way from the
-window before.
+sigmoid misplaces the crossing by a bias that more draws do not remove, where the
+curve of the right shape has none. Where the curve does not fall with the scale
+(acceptance flat, or rising as on parity-like targets) the weighted geometric mean of
+the window's scales is used. The estimate that starts each window is found the same
+way from the window before.
 
 :class:`PathLengthAdapter` tunes the mean path length of PAS with the same machinery
 toward a different criterion: the expected jump distance per unit of cost.
@@ -102,12 +102,13 @@ class ScaleAdapter:
     #: a restart is skipped if it would leave a window shorter than this many steps
     _MIN_WINDOW = 10
     #: dual averaging's gamma in the first window: Hoffman and Gelman's, a search (each
-    #: acceptance probability a moves log R by about |target - a| / (gamma sqrt(t)):
-    #: late in a window of 500 steps the iterates spread over a factor of 1.5 either way)
+    #: acceptance probability a moves log R by about ``abs(target - a) / (gamma sqrt(t))``:
+    #: far enough to find the scale from a poor start, too far to read the scale from
+    #: the last iterate)
     _GAMMA = 0.05
-    #: gamma after the restarts, which refine an estimate: ten times larger, so that the
-    #: iterates spread about a third as widely (a standard deviation of 0.15 in log R
-    #: on ALBP and ARWM against 0.4) and the shape of the fitted curve matters less
+    #: gamma after the restarts, which refine an estimate: ten times larger, so that each
+    #: acceptance moves log R a tenth as far, the iterates stay close to the estimate,
+    #: and the shape of the fitted curve matters less
     _REFINE_GAMMA = 0.5
     #: fewer updates than this in the window: no curve, the geometric mean
     _MIN_FOR_LINE = 20

@@ -1,15 +1,16 @@
 """How many Metropolis-Hastings steps a draw makes when the user leaves it to the step.
 
 A draw of PyMC costs a fixed amount besides the step's own work (turning the point into
-arrays, recording it, the stats): at 2,500 sites about 0.1 ms, as much as one or two
-steps of a locally balanced proposal. Several steps per draw share that cost, at the
-price of keeping only every k-th state. Keeping fewer states costs nothing in precision
-when consecutive steps are strongly correlated anyway: if the steps of a draw change on
-average ``k m`` sites of ``N`` (m per step), a site is left untouched by the draw with
-probability about ``exp(-k m / N)``, so with ``k m <= N / 4`` at least 78 % of the sites
-(and of any sum over them, the log density included) still hold their value from the
-previous draw, and the draws of k steps lose little effective sample size against all
-the steps, while their PyMC cost is shared k ways.
+arrays, recording it, the stats), comparable on a large block to a step of a locally
+balanced proposal (docs/algorithms.md gives the figures). Several steps per draw share
+that cost, at the price of keeping only every k-th state. Keeping fewer states costs
+nothing in precision when consecutive steps are strongly correlated anyway: if the
+steps of a draw change on average ``k m`` sites of ``N`` (m per step), a site is left
+untouched by the draw with probability about ``exp(-k m / N)``, so with
+``k m <= N / 4`` at least 78 % of the sites (and of any sum over them, the log density
+included) still hold their value from the previous draw, and the draws of k steps lose
+little effective sample size against all the steps, while their PyMC cost is shared k
+ways.
 
 So the number of steps per draw is chosen after tuning, from what the tuned chain did:
 ``k = floor(M / (4 m))``, between 1 and :data:`MAX_STEPS_PER_DRAW`, and 1 for a block
@@ -42,8 +43,9 @@ __all__ = ["LARGE_BLOCK", "MAX_STEPS_PER_DRAW", "SHARE_CHANGED_PER_DRAW", "auto_
 
 #: blocks of fewer sites keep one step per draw
 LARGE_BLOCK = 1000
-#: most steps per draw the automatic choice makes (PyMC's per-draw cost is then at most a
-#: few percent of a draw's, on the benchmark models)
+#: most steps per draw the automatic choice makes (with this many steps PyMC's per-draw
+#: cost is already a small share of a draw's, and more would only thin the draws
+#: further)
 MAX_STEPS_PER_DRAW = 8
 #: the largest mean share of the sites a draw's steps may change
 SHARE_CHANGED_PER_DRAW = 0.25

@@ -19,12 +19,12 @@ that draw (ordered picks, path moves, the compiled loop) take that seed as an ar
 and seed numba's own generator with it on entry, so what they draw is a function of
 their arguments alone: the chain is a deterministic function of the Generator, with one
 process or several. The seed, rather than the Generator itself, crosses into numba
-because unboxing a Generator costs about 12 us per call (measured), more than a
-typical step. The compiled loops draw several steps per call: ALBP's takes its per-step
-uniforms as an array; those of Gibbs (:mod:`~pymc_discrete.kernels.gibbs_loop`) and PAS
-(:mod:`~pymc_discrete.kernels.pas_loop`, whose exact paths draw one seed per move, as
-many as the path is long) take the Generator itself, unboxed once per loop, and draw
-from it the numbers the Python steps would.
+because numba unboxes a Generator at every call, which costs more than a typical
+step's arithmetic. The compiled loops draw several steps per call: ALBP's takes its
+per-step uniforms as an array; those of Gibbs (:mod:`~pymc_discrete.kernels.gibbs_loop`)
+and PAS (:mod:`~pymc_discrete.kernels.pas_loop`, whose exact paths draw one seed per
+move, as many as the path is long) take the Generator itself, unboxed once per loop,
+and draw from it the numbers the Python steps would.
 """
 
 from pymc_discrete.kernels.albp import (

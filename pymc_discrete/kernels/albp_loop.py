@@ -159,10 +159,10 @@ _albp_categorical_loop_cached = calling_first_class(
 def specialise_albp_loop(target: CompiledTarget) -> Callable:
     """The compiled ALBP loop with ``target`` built in.
 
-    Calling a numba function with another numba function as an argument costs about
-    20 us per call in typing the argument; the specialised loop holds ``target`` as a
-    constant instead. It is compiled at its first call (and not cached on disk: it
-    depends on ``target``).
+    Calling a numba function with another numba function as an argument makes numba
+    type that argument at every call, which costs more than a short loop's work; the
+    specialised loop holds ``target`` as a constant instead. It is compiled at its first
+    call (and not cached on disk: it depends on ``target``).
 
     Parameters
     ----------
@@ -213,7 +213,7 @@ def first_class_albp_loop(target: CompiledTarget, x: np.ndarray, extra: tuple,
     """The compiled ALBP loop calling ``target`` through a pointer: the same chain as
     :func:`specialise_albp_loop`'s, from a loop numba caches on disk (compiled once per
     machine and signature, not once per process), at the cost of boxing the pointer at
-    every call (about 5 us).
+    every call of the loop (:mod:`~pymc_discrete.kernels.first_class`).
 
     Parameters
     ----------
@@ -259,8 +259,8 @@ def init_compiled_lb_state(
     source : callable, optional
         A Python callable ``x -> (logp, ratios)`` running ``target`` itself (e.g. the
         :class:`~pymc_discrete.pymc.compiled.CompiledRatios` it belongs to). Without it
-        the state is computed by a numba function specialised on ``target``, compiled in
-        every process (about 0.8 s): numba cannot cache it.
+        the state is computed by a numba function specialised on ``target``, compiled
+        again in every process: numba cannot cache it.
 
     Returns
     -------

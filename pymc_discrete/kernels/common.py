@@ -206,10 +206,10 @@ def draw_proposal_size(
 def kernel_seed(rng: np.random.Generator) -> int:
     """Draw a seed for numba's internal generator from ``rng``.
 
-    Passing a ``numpy.random.Generator`` into a numba function costs about 20 us per call
-    (unboxing its bit generator); the compiled kernels instead seed numba's own
-    per-thread Mersenne Twister with a value drawn here, so the draws stay a
-    deterministic function of ``rng`` at the cost of one integer.
+    Passing a ``numpy.random.Generator`` into a numba function costs more than a typical
+    step's arithmetic (numba unboxes its bit generator at every call); the compiled
+    kernels instead seed numba's own per-thread Mersenne Twister with a value drawn here,
+    so the draws stay a deterministic function of ``rng`` at the cost of one integer.
     """
     return int(rng.integers(0, 2**32))
 
@@ -304,9 +304,9 @@ def sum_unmasked(values: np.ndarray, mask: np.ndarray) -> float:
     """Sum of ``values[i]`` over the ``i`` where ``mask[i]`` is False (all of them when
     ``mask`` is empty), with four running sums and no branch on the mask.
 
-    A single running sum is one chain of dependent additions (about four cycles each);
-    four interleaved ones run about four times faster. The rounding differs from
-    ``np.sum`` only in the order of the additions.
+    A single running sum is one chain of dependent additions, each waiting for the one
+    before; four interleaved ones are independent chains that the processor runs side by
+    side. The rounding differs from ``np.sum`` only in the order of the additions.
 
     Parameters
     ----------

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_discrete.kernels.first_class import call_packed
-from pymc_discrete.kernels.gibbs import (
+from pymc_discrete.kernels.exact_tables import (
+    binary_colour_states,
+    categorical_colour_ratios,
+    categorical_colour_value_states,
+    colour_ratios,
     failed_colours,
     patch_site_ratios,
     row_total,
@@ -22,13 +25,8 @@ from pymc_discrete.kernels.gibbs import (
     site_by_site_table,
     sites_of_colour,
 )
+from pymc_discrete.kernels.first_class import call_packed
 from pymc_discrete.kernels.jit import njit_cached
-from pymc_discrete.kernels.structure import (
-    binary_colour_states,
-    categorical_colour_ratios,
-    categorical_colour_value_states,
-    colour_ratios,
-)
 
 __all__ = ["exact_flip_ratios", "exact_ratio_table", "exact_ratios_from_python", "terms_at"]
 
@@ -131,9 +129,10 @@ def exact_ratio_table(*args):
 
 @njit_cached
 def exact_ratios_from_python(y, terms, shared, layout, binary):
-    """:func:`exact_flip_ratios` or :func:`exact_ratio_table` called from Python: numba
-    types a call of a star-args function from Python several times slower (180 against
-    30 us on a Potts lattice of 100 sites)."""
+    """:func:`exact_flip_ratios` or :func:`exact_ratio_table` called from Python through
+    a function of fixed arguments: numba types a call of a star-args function from
+    Python far more slowly than one of fixed arguments, slowly enough to outweigh the
+    function's own work on a small block."""
     if binary:
         logp, ratios = exact_flip_ratios(y, terms, shared, layout)
         return logp, ratios.reshape((-1, 1))

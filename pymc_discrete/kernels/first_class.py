@@ -3,13 +3,14 @@ them on disk.
 
 A numba function that holds another as a constant (or takes it as an argument typed by
 its dispatcher) names that very function in its signature: numba cannot cache it, and
-every process compiles it again (7-20 s for the package's loops on the benchmark models).
-Passed as a *first-class function* (an address and a signature), the model's function is
-named by its argument and return types only: the loop is cached once per machine and set
-of types, and a process that loads it pays nothing but the pointer's boxing at each call
-(about 5 us). The model's functions are star-args functions (PyTensor's NUMBA-mode
-functions take ``*inputs``), whose first-class form takes its arguments as one tuple: a
-loop calls ``target((x,) + extra)`` where it would call ``target(x, *extra)``.
+every process compiles it again before its first draw. Passed as a *first-class
+function* (an address and a signature), the model's function is named by its argument
+and return types only: the loop is cached once per machine and set of types, and a
+process that loads it pays nothing but the pointer's boxing at each call of the loop
+(not at each step; docs/algorithms.md gives the figures). The model's functions are
+star-args functions (PyTensor's NUMBA-mode functions take ``*inputs``), whose
+first-class form takes its arguments as one tuple: a loop calls ``target((x,) + extra)``
+where it would call ``target(x, *extra)``.
 """
 
 from __future__ import annotations

@@ -19,16 +19,18 @@ import numpy as np
 
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.kernels.exact_loop import terms_at
-from pymc_discrete.kernels.first_class import FirstClassTarget
-from pymc_discrete.kernels.gibbs import (
-    GibbsState,
+from pymc_discrete.kernels.exact_tables import (
     colour_conditional_table,
     colour_value_states,
-    corrected_acceptance,
-    draw_rows,
     row_total,
     site_by_site_states,
     site_by_site_table,
+)
+from pymc_discrete.kernels.first_class import FirstClassTarget
+from pymc_discrete.kernels.gibbs import (
+    GibbsState,
+    corrected_acceptance,
+    draw_rows,
     site_transitions,
     update_colour,
 )
@@ -94,7 +96,8 @@ def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows):
 
 @njit_cached
 def _gather(x, sites):
-    """``x[sites]`` (numba's fancy indexing is several times slower than this loop)."""
+    """``x[sites]`` as a plain loop, which numba compiles to faster code than its fancy
+    indexing."""
     out = np.empty(sites.size, x.dtype)
     for j in range(sites.size):
         out[j] = x[sites[j]]

@@ -5,7 +5,7 @@ numba looks for a cache location when a function is defined: ``NUMBA_CACHE_DIR``
 If none is writable (a read-only install in a container with a read-only home, say)
 ``numba.njit(cache=True)`` raises at definition, and importing the package would fail.
 :func:`njit_cached` then compiles without a disk cache instead (every process compiles
-again, about 15 s of CPU for the package's kernels) and says once how to get the cache.
+the package's kernels again, at its start) and says once how to get the cache.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ order as numpy does in the Python steps, and leave the generator where they woul
 32-bit draws share the bit generator's buffered half word with numpy's). Everything else
 is the same compiled helpers of :mod:`~pymc_discrete.kernels.pas` called in the same
 order on the same arrays: the path walks, the reuse of unchanged site weights, the
-Metropolis-Hastings decision. Unboxing the Generator costs some 10-20 us a call, once
-per loop, not per step.
+Metropolis-Hastings decision. The Generator is unboxed once per loop, not per step
+(unboxing it costs more than a step's arithmetic: :mod:`pymc_discrete.kernels`,
+"Randomness").
 """
 
 from __future__ import annotations
@@ -227,10 +228,10 @@ def first_class_pas_loop(target: CompiledTarget, x: np.ndarray, extra: tuple) ->
 def specialise_pas_loop(target: CompiledTarget) -> Callable:
     """The compiled PAS/PAFS loop with ``target`` built in.
 
-    Calling a numba function with another numba function as an argument costs about
-    20 us per call in typing the argument; the specialised loop holds ``target`` as a
-    constant instead. It is compiled at its first call, both proposals at once (and not
-    cached on disk: it depends on ``target``).
+    Calling a numba function with another numba function as an argument makes numba
+    type that argument at every call, which costs more than a short loop's work; the
+    specialised loop holds ``target`` as a constant instead. It is compiled at its first
+    call, both proposals at once (and not cached on disk: it depends on ``target``).
 
     Parameters
     ----------

@@ -165,7 +165,7 @@ def ordered_picks_logprob(weights: np.ndarray, picks: np.ndarray, reverse: bool)
     pool = sum_unmasked(weights, drawn)
     logq = 0.0
     # the probabilities w / pool multiply into ``product``, whose log is taken only before
-    # it would underflow: one log per ~600 orders of magnitude instead of two per draw
+    # it would underflow: one log per 280 orders of magnitude instead of two per draw
     product = 1.0
     # walk the draw order backwards: the pool at draw j holds the never-drawn sites plus
     # the draws j, j+1, ..., r-1 of that order

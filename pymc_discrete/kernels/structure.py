@@ -38,12 +38,8 @@ __all__ = [
     "DependencySuperset",
     "StructureMismatch",
     "TermStructure",
-    "build_structure",
     "build_structure_csr",
-    "colour_ratios",
-    "discover_structure",
     "discover_structure_csr",
-    "greedy_colouring",
     "greedy_colouring_csr",
     "transpose_csr",
 ]
@@ -108,19 +104,6 @@ def _changed(base: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------
 # CSR helpers
-
-
-def _csr_from_lists(lists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``(ptr, flat)`` CSR arrays from a list of int arrays."""
-    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([np.size(t) for t in lists])
-    flat = (np.concatenate([np.asarray(t, dtype=np.int64).ravel() for t in lists])
-            if len(lists) else np.empty(0, np.int64))
-    return ptr, flat.astype(np.int64)
-
-
-def _lists_from_csr(ptr: np.ndarray, flat: np.ndarray) -> list[np.ndarray]:
-    return [flat[ptr[i]:ptr[i + 1]].copy() for i in range(ptr.size - 1)]
 
 
 def transpose_csr(
@@ -254,25 +237,6 @@ def greedy_colouring_csr(
     return colour, int(colour.max()) + 1
 
 
-def greedy_colouring(terms_of_site: list[np.ndarray], n_terms: int) -> tuple[np.ndarray, int]:
-    """Colour sites so that two sites sharing a term get different colours (greedy, in
-    site order).
-
-    Parameters
-    ----------
-    terms_of_site : list of ndarray of int64
-        The terms of every site.
-    n_terms : int
-        Number of terms M.
-
-    Returns
-    -------
-    colour : ndarray of int64, shape (N,)
-    n_colours : int
-    """
-    return greedy_colouring_csr(*_csr_from_lists(terms_of_site), n_terms)
-
-
 def build_structure_csr(site_ptr: np.ndarray, site_terms: np.ndarray, n_terms: int
                         ) -> TermStructure:
     """:class:`TermStructure` (with its colouring) from CSR per-site term lists.
@@ -292,23 +256,6 @@ def build_structure_csr(site_ptr: np.ndarray, site_terms: np.ndarray, n_terms: i
     site_terms = np.asarray(site_terms, dtype=np.int64)
     colour, n_colours = greedy_colouring_csr(site_ptr, site_terms, n_terms)
     return TermStructure(site_ptr, site_terms, colour, n_colours)
-
-
-def build_structure(terms_of_site: list[np.ndarray], n_terms: int) -> TermStructure:
-    """CSR lists and colouring from the per-site term lists.
-
-    Parameters
-    ----------
-    terms_of_site : list of ndarray of int64
-        The terms of every site.
-    n_terms : int
-        Number of terms M.
-
-    Returns
-    -------
-    TermStructure
-    """
-    return build_structure_csr(*_csr_from_lists(terms_of_site), n_terms)
 
 
 # ---------------------------------------------------------------------------------------
@@ -400,56 +347,6 @@ def discover_structure_csr(
         return _brute_force(batch_terms, probes, rows_per_call, ks, moves, progress)
     return _grouped(batch_terms, probes, rows_per_call, ks, moves, superset, n_checks, seed,
                     progress, report)
-
-
-def discover_structure(
-    batch_terms: BatchTerms,
-    probes: np.ndarray,
-    rows_per_call: int,
-    n_categories: np.ndarray | None = None,
-    superset: DependencySuperset | None = None,
-    shifts: Sequence[int] | None = None,
-    n_checks: int = N_CHECKS,
-    seed: int = 0,
-    progress: Progress | None = None,
-    report: dict | None = None,
-) -> list[np.ndarray]:
-    """Find the terms each site's move changes, at every probe point.
-
-    :func:`discover_structure_csr` with the result as one array per site.
-
-    Parameters
-    ----------
-    batch_terms : callable
-        Batched evaluator of the term vector.
-    probes : ndarray of int64, shape (P, N)
-        Points to probe.
-    rows_per_call : int
-        Batch size of ``batch_terms`` calls (bounds memory).
-    n_categories : ndarray of int64, optional
-        Number of values of every site (default: binary).
-    superset : DependencySuperset, optional
-        Sites every term may depend on; None probes every site on its own.
-    shifts : sequence of int, optional
-        Shifts of a categorical site (default: every other value).
-    n_checks : int
-        Single-site moves that check a grouped discovery.
-    seed : int
-        Seed of the choice of checked sites.
-    progress : callable, optional
-        Called with a description of the current stage.
-    report : dict, optional
-        Filled as by :func:`discover_structure_csr`.
-
-    Returns
-    -------
-    list of ndarray of int64
-        ``terms[i]``: the sorted terms that depend on site i.
-    """
-    return _lists_from_csr(*discover_structure_csr(
-        batch_terms, probes, rows_per_call, n_categories, superset, shifts, n_checks, seed,
-        progress, report,
-    ))
 
 
 def _rows_with_base(x: np.ndarray, count: int) -> np.ndarray:
@@ -645,108 +542,3 @@ def _grouped(batch_terms, probes, rows_per_call, ks, moves, superset, n_checks, 
     out_ptr = np.zeros(n + 1, dtype=np.int64)
     out_ptr[1:] = np.cumsum(np.bincount(sites_of_pair, minlength=n))
     return out_ptr, terms_of_pair[order]
-
-
-def colour_states(x: np.ndarray, structure: TermStructure) -> np.ndarray:
-    """``x`` followed by ``x`` with each colour class flipped: shape (colours + 1, N)."""
-    return binary_colour_states(x, structure.colour, structure.n_colours)
-
-
-@njit_cached
-def binary_colour_states(x: np.ndarray, colour: np.ndarray, n_colours: int) -> np.ndarray:
-    """:func:`colour_states` from the colour of every site (compiled code can call it)."""
-    n = x.size
-    states = np.empty((n_colours + 1, n), dtype=x.dtype)
-    for row in range(n_colours + 1):
-        for i in range(n):  # element by element: numba's row assignment is far slower
-            states[row, i] = x[i]
-    for i in range(n):
-        states[colour[i] + 1, i] = 1 - x[i]
-    return states
-
-
-@njit_cached
-def site_term_change(terms: np.ndarray, row: int, site_ptr: np.ndarray,
-                     site_terms: np.ndarray, i: int) -> float:
-    """Change of site i's terms between row 0 of ``terms`` and ``row``: the exact
-    log-ratio of site i's move in that row, when no other site moved there touches them."""
-    total = 0.0
-    for p in range(site_ptr[i], site_ptr[i + 1]):
-        k = site_terms[p]
-        total += terms[row, k] - terms[0, k]
-    return total
-
-
-@njit_cached
-def colour_ratios(
-    terms: np.ndarray, site_ptr: np.ndarray, site_terms: np.ndarray, colour: np.ndarray
-) -> np.ndarray:
-    """Exact log-ratios from the terms at x (row 0) and at each colour flip (row c + 1).
-
-    Parameters
-    ----------
-    terms : ndarray of float64, shape (colours + 1, M)
-    site_ptr, site_terms, colour : ndarray of int64
-        From :class:`TermStructure`.
-
-    Returns
-    -------
-    ndarray of float64, shape (N,)
-        ``d_i = f(x with site i flipped) - f(x)``; NaN where a changed term is NaN,
-        ``-inf`` where the flip makes a term -inf.
-    """
-    n = colour.size
-    out = np.zeros(n)
-    for i in range(n):
-        out[i] = site_term_change(terms, colour[i] + 1, site_ptr, site_terms, i)
-    return out
-
-
-def categorical_colour_states(
-    x: np.ndarray, structure: TermStructure, n_categories: np.ndarray
-) -> np.ndarray:
-    """``x``, then for every colour c and value v the state with every site of colour c
-    set to v (sites with fewer values, or already at v, unchanged): row ``1 + c K + v``
-    with ``K = max(n_categories)``."""
-    return categorical_colour_value_states(
-        x, structure.colour, structure.n_colours, n_categories, int(n_categories.max())
-    )
-
-
-@njit_cached
-def categorical_colour_value_states(x, colour, n_colours, n_categories, k):
-    """:func:`categorical_colour_states` from the colour of every site (compiled code can
-    call it)."""
-    n = x.size
-    states = np.empty((n_colours * k + 1, n), dtype=x.dtype)
-    for row in range(states.shape[0]):
-        for i in range(n):  # element by element: numba's row assignment is far slower
-            states[row, i] = x[i]
-    for i in range(n):
-        for v in range(n_categories[i]):
-            states[1 + colour[i] * k + v, i] = v
-    return states
-
-
-@njit_cached
-def categorical_colour_ratios(
-    terms: np.ndarray,
-    site_ptr: np.ndarray,
-    site_terms: np.ndarray,
-    colour: np.ndarray,
-    x: np.ndarray,
-    n_categories: np.ndarray,
-    k: int,
-) -> np.ndarray:
-    """Exact (N, K) table ``d(i, v) = f(x with x_i = v) - f(x)`` from the terms at the rows
-    of :func:`categorical_colour_states`; NaN at the current values, -inf at values a site
-    does not have."""
-    n = colour.size
-    out = np.full((n, k), -np.inf)
-    for i in range(n):
-        for v in range(n_categories[i]):
-            if v == x[i]:
-                out[i, v] = np.nan
-                continue
-            out[i, v] = site_term_change(terms, 1 + colour[i] * k + v, site_ptr, site_terms, i)
-    return out

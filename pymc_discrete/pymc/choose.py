@@ -58,10 +58,11 @@ from pytensor.graph.traversal import variable_depends_on
 from pymc_discrete.kernels.joint import JOINT_MAX_STATES, count_joint_states
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
-from pymc_discrete.pymc.exact import ExactRatios, block_terms
+from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.joint import JointGibbs
 from pymc_discrete.pymc.paired import PairedFlip, scaled_coefficients, switched_coefficients
+from pymc_discrete.pymc.terms import block_terms
 from pymc_discrete.pymc.validation import (
     block_value_vars,
     check_discrete_block,

@@ -50,7 +50,8 @@ from pytensor.graph.traversal import graph_inputs
 
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.exact import ExactRatios, _without_checks, block_pieces
+from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.terms import block_pieces, without_checks
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = ["CollapsedNUTS", "NotCollapsible", "collapsible", "marginal_log_density",
@@ -90,9 +91,9 @@ def collapsible(exact: ExactRatios) -> str | None:
     if exact.structure.n_colours != 1:
         return (f"its sites share terms ({exact.structure.n_colours} colours): the sum over "
                 "the block would not factorise over its sites")
-    size = exact.n_terms * exact._max_values
+    size = exact.n_terms * exact.layout.max_values
     if size > MAX_SUMMED_TERMS:
-        return (f"the sum would evaluate {exact.n_terms} terms at {exact._max_values} values "
+        return (f"the sum would evaluate {exact.n_terms} terms at {exact.layout.max_values} values "
                 f"({size} in all, more than {MAX_SUMMED_TERMS}) at every NUTS step")
     return None
 
@@ -120,8 +121,8 @@ def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
         If a parameter check of the model fails at some value of the block, or if the
         possible values differ between the probe points.
     """
-    k = exact._max_values
-    ks = exact._site_values
+    k = exact.layout.max_values
+    ks = exact.layout.site_values
     has = np.arange(k)[None, :] < ks[:, None]
     states = np.minimum(np.arange(k)[:, None], ks[None, :] - 1)
     rng = np.random.default_rng(seed)
@@ -211,7 +212,7 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
     k, n = values.shape
     # piece by piece: a piece whose elements follow the sites (one each, or a row or a
     # column each) sums by a reshape, with no scatter to differentiate through
-    unchecked, helds = zip(*[_without_checks(piece, list(value_vars)) for piece in pieces])
+    unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
     if k <= SEPARATE_STATES_MAX:
         # one copy of the graph per state: where every site takes the same value v, the
         # block is a constant fill of v, which PyTensor's rewrites push out of the
@@ -281,7 +282,7 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
         Scalar graph of the model's other value variables (the block is not an input).
     """
     _, rest = block_pieces(model, value_vars)
-    k = exact._max_values
+    k = exact.layout.max_values
     # state v puts every site at v where v is possible, else at a possible value: its
     # terms are then finite (no NaN gradient) and masked out of the sum below
     fallback = np.argmax(possible, axis=1)
@@ -343,7 +344,7 @@ class _ExactDraw(ArrayStepShared):
         self._exact = exact
         self._possible = possible
         self._offsets = np.asarray(offsets, dtype=np.int64)
-        ks, k = exact._site_values, exact._max_values
+        ks, k = exact.layout.site_values, exact.layout.max_values
         self._has = np.arange(k)[None, :] < ks[:, None]
         # every site at each of its values (a site with fewer than K repeats its last)
         states = np.minimum(np.arange(k)[:, None], ks[None, :] - 1)

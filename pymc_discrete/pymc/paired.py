@@ -35,9 +35,9 @@ __all__ = ["PairedFlip", "scaled_coefficients", "switched_coefficients"]
 #: points (the initial one perturbed, with random indicators) at which a pairing is checked
 PROBE_POINTS = 4
 
-#: default swaps per draw: one per site up to this many. On the diabetes selection, 10
-#: swaps a draw (10 sites) gave 1.45x the ESS per second of none; with 55 sites, 55 swaps
-#: gave 0.7x and 10 swaps 1.0x (the flips of many sites already trade correlated ones)
+#: default swaps per draw: one per site up to this many. Swaps pay where few sites must
+#: trade correlated predictors; with many sites the flips already trade them, and every
+#: further swap only adds a fit to the draw (docs/algorithms.md gives the figures)
 MAX_DEFAULT_SWAPS = 10
 
 
@@ -299,10 +299,10 @@ class PairedFlip(ArrayStepShared):
         site and an excluded one, each chosen uniformly, exchange their states, with the
         coefficients drawn afresh as for a flip. The size of the model is kept, so a swap
         trades one predictor for a correlated one in one move where two flips would pass
-        through a model with both or neither (on the diabetes selection the default
-        doubles the ESS of the coefficients and inclusion indicators in 1,000 draws, at
-        1.5x the time per draw). The choice is symmetric (a swap keeps the numbers of
-        included and excluded sites), so the Metropolis-Hastings ratio is a flip's.
+        through a model with both or neither, each unlikely (each swap costs one fit, as
+        a flip does; docs/algorithms.md gives the figures). The choice is symmetric (a
+        swap keeps the numbers of included and excluded sites), so the
+        Metropolis-Hastings ratio is a flip's.
 
     Notes
     -----

@@ -69,9 +69,8 @@ class SAMCMC(ArrayStepShared):
         Population size N (at least ``d + 2`` for a full covariance, 3 for a diagonal
         one), d being the number of unconstrained dimensions. Default ``max(20, 10 d)``:
         a population much smaller than 10 d estimates the covariance too poorly and the
-        acceptance rate collapses (on an 11-dimensional logistic regression, N = 24 gave
-        acceptance 0.64, N = 110 gave 0.96). The cost of an iteration is O(N d^2) for a
-        full covariance.
+        acceptance rate collapses. The cost of an iteration is O(N d^2) for a full
+        covariance.
     steps_per_draw : int, optional
         Iterations (and log density evaluations) per draw. Default ``N // 5``: enough
         for ArviZ to see the draws' autocorrelation, so its ESS and MCSE are honest (see
@@ -87,10 +86,9 @@ class SAMCMC(ArrayStepShared):
         The initial population is the initial point plus independent normal noise of this
         standard deviation in every unconstrained coordinate (points of zero density are
         redrawn). Default 3. Too wide costs little (points of low density are the first to
-        be replaced); too narrow, with the posterior far from the initial point, makes the
-        burn-in slow: on an 11-dimensional logistic regression whose posterior sits 5 units
-        from PyMC's initial point, a spread of 1 had not converged after 5000 iterations,
-        a spread of 3 or 10 converged within 10.
+        be replaced); too narrow, with the posterior several spreads from the initial
+        point, makes the burn-in slow: the proposal has the population's covariance, so a
+        narrow population takes small steps toward a distant posterior.
     dof : float
         Degrees of freedom of the Student-t proposal.
     model : pymc.Model, optional
@@ -106,21 +104,16 @@ class SAMCMC(ArrayStepShared):
     point per iteration: the correlation between draws t iterations apart is about
     ``(c / N) exp(-t a / N)`` (a the acceptance rate, c of order 1). Reported after
     every iteration, the draws have a correlation of order 1/N per lag over thousands of
-    lags; ArviZ's ESS truncates such a faint, long tail and overstates the ESS: on a
-    10-dimensional correlated Gaussian (N = 100) the errors of the posterior means
-    reached 4 times the reported MCSE. Reported every ``k = N / 5`` iterations, the tail
-    spans a few draws and ArviZ estimates it. Measured on that Gaussian (12 chains; the
-    ratio of the spread of the chain means to ArviZ's MCSE, 1 when honest, about 0.1
-    noise): k = N, 1.02; k = N / 4, 0.93; k = N / 10, 0.98; k = N / 33, 1.48 (MCSE too
-    small). Reporting one fixed point of the population per chain is also honest (0.84)
-    but repeats the same point until it is replaced, and its ESS per evaluation was 20
-    times lower than k = N / 10.
+    lags; ArviZ's ESS truncates such a faint, long tail, so it overstates the ESS and
+    understates the MCSE (docs/algorithms.md). Reported every ``k = N / 5`` iterations,
+    the tail spans a few draws and ArviZ estimates it. Reporting one fixed point of the
+    population per chain would be honest too, but it repeats the same point until that
+    point is replaced, and so carries far less information per evaluation.
 
-    *Cost.* ESS per log density evaluation rises as k falls (10 per 1000 evaluations at
-    k = N, 46 at N / 4, 109 at N / 10 on that Gaussian) while the MCSE stays honest
-    down to about N / 10. Lower ``steps_per_draw`` only with many draws per chain (the
-    longer the chain, the fainter the correlation ArviZ can see); raise it to save
-    storage.
+    *Cost.* ESS per log density evaluation rises as k falls, while the MCSE stays honest
+    only as long as ArviZ still sees the whole tail of the correlation. Lower
+    ``steps_per_draw`` only with many draws per chain (the longer the chain, the fainter
+    the correlation ArviZ can see); raise it to save storage.
 
     Sampler statistics per draw: ``accept`` (mean over the draw's iterations of the
     probability that the proposed point entered the population), ``accepted`` (fraction

@@ -14,11 +14,9 @@ import pytest
 from pymc_discrete.kernels.structure import (
     DependencySuperset,
     StructureMismatch,
-    build_structure,
-    discover_structure,
     discover_structure_csr,
-    greedy_colouring,
 )
+from tests.structure_lists import build_structure, discover_structure, greedy_colouring
 
 
 def brute_force_reference(batch_terms, probes, n_categories=None, shifts=(1,)):

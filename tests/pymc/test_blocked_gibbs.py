@@ -11,10 +11,10 @@ from pymc.pytensorf import make_shared_replacements
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model
-from pymc_discrete.kernels.structure import build_structure
 from pymc_discrete.pymc.exact import ExactRatios
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 from tests.pymc.test_exact_ratios import _brute_force_structure
+from tests.structure_lists import build_structure
 
 
 def _sample(model, step, draws=1500, tune=200, seed=5):

@@ -12,8 +12,8 @@ import pytest
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model
-from pymc_discrete.kernels.structure import greedy_colouring
 from tests.exact import albp_matrix, all_states, assert_reversible, target_distribution
+from tests.structure_lists import greedy_colouring
 
 
 def _brute_force_ratios(model, step, x, point):
@@ -281,7 +281,8 @@ def test_dependency_superset_is_sound_at_random_states():
     from pymc.pytensorf import join_nonshared_inputs, make_shared_replacements
     from pytensor.graph.traversal import variable_depends_on
 
-    from pymc_discrete.pymc.exact import dependency_superset, split_into_pieces
+    from pymc_discrete.pymc.dependencies import dependency_superset
+    from pymc_discrete.pymc.terms import split_into_pieces
 
     rng = np.random.default_rng(0)
     n = 12
@@ -344,11 +345,11 @@ def test_setup_rows_do_not_grow_with_the_lattice(side):
 
 
 def test_setup_falls_back_to_site_by_site_when_the_analysis_gives_up(monkeypatch):
-    from pymc_discrete.pymc import exact as exact_module
+    from pymc_discrete.pymc import dependencies
 
     model = random_sparse_binary_model(18, 2)
     grouped, x0 = _exact_ratios(model)
-    monkeypatch.setattr(exact_module, "MAX_DEPENDENCY_PAIRS", 10)
+    monkeypatch.setattr(dependencies, "MAX_DEPENDENCY_PAIRS", 10)
     fallback, _ = _exact_ratios(model)
     assert fallback.setup_report["method"] == "site by site"
     assert "more than 10" in fallback.setup_report["fallback"]
@@ -360,11 +361,11 @@ def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, 
     """A bug in the graph analysis (simulated: a dependency dropped) is caught by the
     grouped discovery's checks, and set-up still ends with the right structure."""
     from pymc_discrete.kernels.structure import DependencySuperset
-    from pymc_discrete.pymc import exact as exact_module
+    from pymc_discrete.pymc import dependencies
 
     model = ising_model(6)
     right, x0 = _exact_ratios(model)
-    real = exact_module.dependency_superset
+    real = dependencies.dependency_superset
 
     def drop_one(*args, **kwargs):
         s = real(*args, **kwargs)
@@ -374,7 +375,7 @@ def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, 
         ptr = np.concatenate([[0], np.cumsum([t.size for t in lists])])
         return DependencySuperset(ptr, np.concatenate(lists))
 
-    monkeypatch.setattr(exact_module, "dependency_superset", drop_one)
+    monkeypatch.setattr(dependencies, "dependency_superset", drop_one)
     with caplog.at_level("WARNING", logger="pymc.pymc_discrete"):
         wrong, _ = _exact_ratios(model)
     assert wrong.setup_report["method"] == "site by site"
@@ -390,9 +391,9 @@ def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, 
 def test_slow_setup_says_what_it_is_doing(monkeypatch, caplog):
     """Past PROGRESS_AFTER seconds every stage is logged on a child of PyMC's logger
     (shown by PyMC's own stderr handler when logging is not configured)."""
-    from pymc_discrete.pymc import exact as exact_module
+    from pymc_discrete.pymc import setup_progress
 
-    monkeypatch.setattr(exact_module, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(setup_progress, "PROGRESS_AFTER", 0.0)
     with caplog.at_level("INFO", logger="pymc"):
         _exact_ratios(ising_model(5))
     messages = [r.getMessage() for r in caplog.records if r.name == "pymc.pymc_discrete"]
@@ -400,7 +401,7 @@ def test_slow_setup_says_what_it_is_doing(monkeypatch, caplog):
     assert any("probing 2 groups" in m for m in messages)
     assert "done in" in messages[-1]
     caplog.clear()
-    monkeypatch.setattr(exact_module, "PROGRESS_AFTER", 1e9)
+    monkeypatch.setattr(setup_progress, "PROGRESS_AFTER", 1e9)
     with caplog.at_level("INFO", logger="pymc"):
         _exact_ratios(ising_model(5))
     assert not [r for r in caplog.records if r.name == "pymc.pymc_discrete"]
