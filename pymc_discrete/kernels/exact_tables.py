@@ -185,7 +185,7 @@ def colour_value_states(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarr
     """
     states = np.empty((1 + k, x.size), dtype=x.dtype)
     for row in range(1 + k):
-        for i in range(x.size):  # element by element: 7x faster than ``states[row] = x``
+        for i in range(x.size):  # element by element: numba's slice copy costs more at these sizes
             states[row, i] = x[i]
     for j in range(sites.size):
         i = sites[j]

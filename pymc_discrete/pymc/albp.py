@@ -97,7 +97,7 @@ class ALBP(InformedStep):
         model when the step is built (PyTensor caches it on disk) and of the loop: the
         loop calls the model's function through a pointer, so numba caches it on disk
         too, once per machine and set of argument types (a few seconds the first time,
-        milliseconds after, in any process; about 5 us a draw for the pointer), and so
+        milliseconds after, in any process), and so
         is the function that builds exact ratios from the model's terms. A draw of one
         step runs the Python kernel on the same compiled function (the same step, with
         less overhead). Default ``"auto"``: on for a block of at least 1,000 sites whose

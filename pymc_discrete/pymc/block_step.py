@@ -528,7 +528,7 @@ class SiteBlockStep(ArrayStepShared):
                     self._late_tune_moves = np.zeros(self.n_sites, dtype=np.int64)
                 self._late_tune_moves += state.x != start
         n_steps = len(info.accept_prob)
-        stats = {  # sums of short arrays: np.mean's overhead is 10 us a call
+        stats = {  # sums of short arrays: np.mean's overhead exceeds the work
             "accept": float(info.accept_prob.sum()) / n_steps,
             "accepted": float(info.accepted.sum()) / n_steps,
             "scaling": float(tuned),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_discrete.pymc.choose import AutoStep
+from pymc_discrete.pymc.auto_step import AutoStep
 
 __all__ = ["register", "unregister", "is_registered"]
 
@@ -14,7 +14,7 @@ def register() -> None:
     variables automatically.
 
     PyMC assigns each variable the first step method of highest competence in its
-    registry; :class:`~pymc_discrete.pymc.choose.AutoStep` is put at the front, and when
+    registry; :class:`~pymc_discrete.pymc.auto_step.AutoStep` is put at the front, and when
     PyMC builds it for the discrete variables it returns the step
     :func:`~pymc_discrete.recommend` chooses from the model's structure (BlockedGibbs
     when few colours cover the block, else ALBP), logging why. Calling it twice has no

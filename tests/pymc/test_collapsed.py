@@ -18,7 +18,7 @@ from scipy.special import gammaln
 
 import pymc_discrete as pmd
 from pymc_discrete.pymc import collapse
-from pymc_discrete.pymc.choose import AutoStep
+from pymc_discrete.pymc.auto_step import AutoStep
 
 #: estimates must lie within this many standard errors of the exact answer
 N_SE = 4.5

@@ -1,0 +1,224 @@
+"""The registry device: the step :func:`~pymc_discrete.pymc.recommend.recommend` chooses,
+as a step method class PyMC can assign.
+
+:class:`AutoStep` is what :func:`~pymc_discrete.pymc.register.register` puts in PyMC's
+list of step methods: PyMC builds it for the discrete variables it assigns (and, where the
+block can be summed out or paired, for the continuous ones too), and it returns the
+recommended step, built on the structure already read.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import weakref
+
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
+from pymc.step_methods.hmc import NUTS
+from pymc.step_methods.hmc.base_hmc import BaseHMC
+
+from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.collapse import CollapsedNUTS
+from pymc_discrete.pymc.gibbs import BlockedGibbs
+from pymc_discrete.pymc.paired import PairedFlip
+from pymc_discrete.pymc.recommend import Recommendation, recommend
+from pymc_discrete.pymc.validation import site_support_problem
+
+__all__ = ["AutoStep"]
+
+_log = logging.getLogger("pymc.pymc_discrete")
+
+#: the parameters of PyMC's NUTS: ``pm.sample(nuts={...})`` (and ``target_accept=``) reach
+#: AutoStep under NUTS's name, and go to the NUTS it builds, never to a discrete step
+_NUTS_PARAMETERS = frozenset(
+    name for cls in (NUTS, BaseHMC) for name in inspect.signature(cls.__init__).parameters
+) - {"self", "vars", "model", "initial_point", "compile_kwargs", "kwargs", "pytensor_kwargs",
+     "blocked", "rng"}
+
+#: model -> ((names of the discrete variables AutoStep would be given, of the model's
+#: variables), their recommendation): read once per model when PyMC asks AutoStep's competence for its
+#: continuous variables, and reused when it builds the step
+_RECOMMENDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _is_discrete(var) -> bool:
+    return ALBP.competence(var) != Competence.INCOMPATIBLE
+
+
+def _cached_recommendation(model, value_vars, initial_point, compile_kwargs) -> Recommendation:
+    # the model's named variables too: a term added since would be missing from the
+    # structure read before
+    names = (tuple(v.name for v in value_vars), tuple(model.named_vars))
+    cached = _RECOMMENDED.get(model)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    choice = recommend(value_vars, model, initial_point, compile_kwargs)
+    _RECOMMENDED[model] = (names, choice)
+    return choice
+
+
+class AutoStep(BlockedStep):
+    """The step :func:`recommend` chooses, as a step method class PyMC can assign.
+
+    ``AutoStep(vars, ...)`` returns a :class:`CollapsedNUTS`, :class:`PairedFlip` (alone
+    or with NUTS in a ``CompoundStep``), :class:`JointGibbs`, :class:`BlockedGibbs` or
+    :class:`ALBP` instance
+    (never an ``AutoStep``), with ``choice_reason`` set to why,
+    and logs the choice on the ``pymc.pymc_discrete`` logger (shown with PyMC's own
+    messages).
+
+    When the model's discrete variables can be summed out site by site (one colour, see
+    :func:`recommend`), AutoStep also claims the continuous variables from PyMC (at NUTS's
+    competence, ahead of it in the registry) and returns one :class:`CollapsedNUTS` for
+    all of them; when they are one indicator that switches a continuous variable, it
+    claims them too and returns :class:`PairedFlip` with NUTS on the other continuous
+    variables (and on the coefficients, unless the density is quadratic in them). It is
+    named as NUTS is, so that ``pm.sample(target_accept=...)`` and
+    ``pm.sample(nuts={...})`` reach the NUTS it builds.
+
+    Parameters
+    ----------
+    vars : list of value or random variables, optional
+        The discrete block, and the continuous variables when PyMC gave them.
+    model : pymc.Model, optional
+    initial_point : dict, optional
+    compile_kwargs : dict, optional
+    **kwargs
+        NUTS's parameters (what ``pm.sample`` passes under NUTS's name) go to the NUTS of
+        a :class:`CollapsedNUTS` (or to a plain NUTS over the continuous variables) and are
+        not meant for the discrete step; anything else (e.g. ``rng``, ``blocked``) goes to
+        the discrete step.
+    """
+
+    name = "nuts"
+
+    def __new__(cls, vars=None, model=None, initial_point=None, compile_kwargs=None,
+                **kwargs):
+        model = modelcontext(model)
+        nuts_kwargs = {k: v for k, v in kwargs.items() if k in _NUTS_PARAMETERS}
+        step_kwargs = {k: v for k, v in kwargs.items() if k not in _NUTS_PARAMETERS}
+        if vars is None:
+            discrete, continuous = None, []
+        else:
+            value_vars = [model.rvs_to_values.get(v, v) for v in vars]
+            discrete = [v for v in value_vars if _is_discrete(model.values_to_rvs[v])]
+            continuous = [v for v in value_vars if v not in discrete]
+        if discrete == []:  # only continuous variables: what PyMC would build for them
+            return NUTS(continuous, model=model, initial_point=initial_point,
+                        compile_kwargs=compile_kwargs, **nuts_kwargs)
+        if discrete is None:
+            choice = recommend(None, model, initial_point, compile_kwargs)
+        else:
+            choice = _cached_recommendation(model, discrete, initial_point, compile_kwargs)
+        if choice.step is CollapsedNUTS and continuous and not step_kwargs:
+            step = CollapsedNUTS(discrete, continuous, model=model, initial_point=initial_point,
+                                 compile_kwargs=compile_kwargs,
+                                 exact_ratios=choice.exact_ratios, **nuts_kwargs)
+            step.choice_reason = choice.reason
+            _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
+                      ", ".join(step.exact_ratios.var_names),
+                      ", ".join(v.name for v in continuous), choice.reason)
+            return step
+        if choice.step is PairedFlip and continuous and not step_kwargs:
+            return cls._paired_steps(choice, discrete, continuous, model, initial_point,
+                                     compile_kwargs, nuts_kwargs)
+        step = cls._discrete_step(choice, discrete, model, initial_point, compile_kwargs,
+                                  step_kwargs)
+        if not continuous:
+            return step
+        # claimed but not summed out (the block PyMC gave differs from the one read when
+        # it asked the competence): the continuous variables get the NUTS PyMC would build
+        nuts = NUTS(continuous, model=model, initial_point=initial_point,
+                    compile_kwargs=compile_kwargs, **nuts_kwargs)
+        return CompoundStep([step, nuts])
+
+    @staticmethod
+    def _paired_steps(choice, discrete, continuous, model, initial_point, compile_kwargs,
+                      nuts_kwargs):
+        flip = PairedFlip(discrete, choice.coefficients, model=model,
+                          initial_point=initial_point, compile_kwargs=compile_kwargs)
+        flip.choice_reason = choice.reason
+        # a quadratic log density in the coefficients (one Newton step: the fit is exact)
+        # makes PairedFlip's refresh an exact Gibbs draw of them; NUTS then samples only
+        # the rest, else the coefficients too
+        gaussian = flip.newton_steps == 1 and flip.refresh
+        rest = [v for v in continuous if not (gaussian and v is choice.coefficients)]
+        _log.info("pymc_discrete chose PairedFlip for [%s] with NUTS for [%s]: %s%s.",
+                  ", ".join(v.name for v in discrete), ", ".join(v.name for v in rest),
+                  choice.reason, "; its conditional is Gaussian, so the flips draw "
+                  f"{choice.coefficients.name} exactly" if gaussian else "")
+        if not rest:
+            return flip
+        nuts = NUTS(rest, model=model, initial_point=initial_point,
+                    compile_kwargs=compile_kwargs, **nuts_kwargs)
+        return CompoundStep([flip, nuts])
+
+    @staticmethod
+    def _discrete_step(choice, discrete, model, initial_point, compile_kwargs, kwargs):
+        step_class = BlockedGibbs if choice.step is CollapsedNUTS else choice.step
+        reason = choice.reason
+        if step_class is PairedFlip and not kwargs:
+            step = PairedFlip(discrete, choice.coefficients, model=model,
+                              initial_point=initial_point, compile_kwargs=compile_kwargs)
+            step.choice_reason = reason
+            _log.info("pymc_discrete chose PairedFlip for [%s]: %s.",
+                      ", ".join(v.name for v in discrete), reason)
+            return step
+        if step_class is PairedFlip:  # options of the other steps: the block's sweep
+            step_class = BlockedGibbs
+            reason += "; options were given for the discrete step, so BlockedGibbs sweeps it"
+        if step_class is not choice.step:
+            reason += ("; the continuous variables are sampled by another step, so the block "
+                       "is swept by BlockedGibbs instead")
+        # blocked=False splits the block into one step per variable: the structure read
+        # for the whole block is not theirs
+        split = not kwargs.get("blocked", True)
+        step = step_class(discrete, model=model, initial_point=initial_point,
+                          compile_kwargs=compile_kwargs,
+                          exact_ratios=None if split else choice.exact_ratios, **kwargs)
+        step.choice_reason = reason
+        names = ", ".join(v.name for v in step.vars)
+        if isinstance(step, ALBP):
+            _log.info("pymc_discrete chose ALBP(proposal=%r) for [%s]: %s; %s.", step.proposal,
+                      names, reason, step.proposal_reason)
+        else:
+            _log.info("pymc_discrete chose %s for [%s]: %s.", type(step).__name__, names,
+                      reason)
+        return step
+
+    @classmethod
+    def competence(cls, var, has_grad=False):
+        """IDEAL for Bernoulli, Categorical and finite integer variables (as ALBP); for a
+        continuous variable with a gradient, NUTS's own competence (PREFERRED, and AutoStep
+        comes first) when the model's discrete variables can be summed out
+        (:class:`CollapsedNUTS`) or paired with coefficients (:class:`PairedFlip`), else
+        INCOMPATIBLE."""
+        if _is_discrete(var):
+            return ALBP.competence(var, has_grad)
+        if str(var.dtype).startswith(("int", "uint", "bool")):
+            # a discrete variable the package's steps would refuse: PyMC's own step takes
+            # it, and the log says so beside the package's own choices
+            _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name,
+                      site_support_problem(var) or "it is not a supported distribution")
+            return Competence.INCOMPATIBLE
+        if not has_grad:
+            return Competence.INCOMPATIBLE
+        try:
+            model = modelcontext(None)
+        except TypeError:  # no model on the context stack: leave the variable to PyMC
+            return Competence.INCOMPATIBLE
+        if var not in model.free_RVs:
+            return Competence.INCOMPATIBLE
+        discrete = [model.rvs_to_values[v] for v in model.free_RVs if _is_discrete(v)]
+        if not discrete:
+            return Competence.INCOMPATIBLE
+        try:
+            choice = _cached_recommendation(model, discrete, None, None)
+        except Exception:  # the block is refused: its own step will say why
+            return Competence.INCOMPATIBLE
+        claims = choice.step in (CollapsedNUTS, PairedFlip)
+        return Competence.PREFERRED if claims else Competence.INCOMPATIBLE
+
+    def step(self, point):  # pragma: no cover - never an instance
+        raise NotImplementedError
