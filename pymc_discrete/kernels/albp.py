@@ -41,6 +41,8 @@ __all__ = [
     "LBState",
     "LogpAndRatios",
     "albp_step",
+    "binary_albp_step",
+    "categorical_albp_step",
     "init_lb_state",
 ]
 
@@ -289,11 +291,29 @@ def albp_step(
     >>> info.accepted, int(np.count_nonzero(new_state.x != state.x))
     (True, 2)
     """
+    return _albp_step(state, scale, rng, logp_and_ratios, code,
+                      isinstance(state, BinaryLBState))
+
+
+def binary_albp_step(state: BinaryLBState, scale: float, rng: np.random.Generator,
+                     logp_and_ratios: LogpAndRatios, code: int) -> tuple[BinaryLBState, StepInfo]:
+    """:func:`albp_step` on binary sites (for a caller that knows the block is binary)."""
+    return _albp_step(state, scale, rng, logp_and_ratios, code, True)
+
+
+def categorical_albp_step(state: CategoricalLBState, scale: float, rng: np.random.Generator,
+                          logp_and_ratios: LogpAndRatios,
+                          code: int) -> tuple[CategoricalLBState, StepInfo]:
+    """:func:`albp_step` on categorical sites (for a caller that knows the block is
+    categorical)."""
+    return _albp_step(state, scale, rng, logp_and_ratios, code, False)
+
+
+def _albp_step(state, scale, rng, logp_and_ratios, code, binary: bool):
     n = state.x.size
     r, u_accept, seed = draw_proposal_size(scale, rng, n)
     if r == 0:
         return state, STAY
-    binary = isinstance(state, BinaryLBState)
     if binary:
         y, picks, logq_forward = _binary_forward(state.x, state.weights, r, seed)
     else:

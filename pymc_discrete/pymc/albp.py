@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from pymc_discrete.kernels.albp import albp_step, init_lb_state
+from pymc_discrete.kernels.albp import binary_albp_step, categorical_albp_step, init_lb_state
 from pymc_discrete.kernels.albp_loop import (
     albp_steps,
     first_class_albp_loop,
@@ -12,6 +10,7 @@ from pymc_discrete.kernels.albp_loop import (
 )
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.informed_step import InformedStep
+from pymc_discrete.pymc.step_kernel import StepKernel, loop_run, python_run
 from pymc_discrete.pymc.validation import check_auto_or_bool
 
 __all__ = ["ALBP"]
@@ -192,23 +191,32 @@ class ALBP(InformedStep):
             self._check_prebuilt(self._exact_source)
         self._compile_ratios_and_loop(compile_kwargs)
 
-    def _init_state(self, x: np.ndarray):
-        if self.compiled_loop:
-            ratios = self._logp_and_ratios
-            return init_compiled_lb_state(x, ratios.target, ratios.shared_values(), self._code,
-                                          source=ratios)
-        return init_lb_state(x, self._logp_and_ratios, self._code)
+    def _make_kernel(self, source=None, proposal: str | None = None) -> StepKernel:
+        """LBP-R on the block's sites, binary or categorical, driven by ``source`` (the
+        step's ratio source by default), in a compiled loop when the step has one."""
+        source = self._logp_and_ratios if source is None else source
+        code = self._code
+        kernel_step = binary_albp_step if self.is_binary else categorical_albp_step
 
-    def _kernel_step(self, state, scale: float):
-        return albp_step(state, scale, self.rng, self._logp_and_ratios, self._code)
+        def step(state, scale, rng):
+            return kernel_step(state, scale, rng, source, code)
 
-    def _run_steps(self, state, scale: float, n_steps: int):
-        if not self.compiled_loop or n_steps == 1:
-            # one step: the Python kernel on the same compiled function gives the same
-            # step, and costs less than entering the loop
-            return super()._run_steps(state, scale, n_steps)
-        ratios = self._logp_and_ratios
-        extra = ratios.shared_values()
-        # the loop calls the model's function through a pointer: numba caches it on disk
-        loop = ratios.specialised(first_class_albp_loop, state.x, extra, not self.is_binary)
-        return albp_steps(state, scale, self.rng, n_steps, loop, extra, self._code)
+        if not self.compiled_loop:
+            def init(x):
+                return init_lb_state(x, source, code)
+
+            return StepKernel(proposal or self.proposal, source, init, step, python_run(step))
+        categorical = not self.is_binary
+
+        # the other variables' current values are read at every call (PyMC replaces them)
+        def init(x):
+            return init_compiled_lb_state(x, source.target, source.shared_values(), code,
+                                          source=source)
+
+        def loop(state, scale, n_steps, rng):
+            extra = source.shared_values()
+            # the loop calls the model's function through a pointer: numba caches it on disk
+            compiled = source.specialised(first_class_albp_loop, state.x, extra, categorical)
+            return albp_steps(state, scale, rng, n_steps, compiled, extra, code)
+
+        return StepKernel(proposal or self.proposal, source, init, step, loop_run(step, loop))

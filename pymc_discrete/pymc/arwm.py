@@ -10,6 +10,7 @@ from pymc_discrete.adaptation import ScaleAdapter
 from pymc_discrete.kernels.arwm import RWState, arwm_step
 from pymc_discrete.pymc.block_step import SiteBlockStep, SiteBlockStepState
 from pymc_discrete.pymc.compiled import compile_exact_logp
+from pymc_discrete.pymc.step_kernel import StepKernel, python_run
 
 __all__ = ["ARWM", "ARWMState"]
 
@@ -147,12 +148,6 @@ class ARWM(SiteBlockStep):
             blocked=blocked,
         )
         sizes = [int(np.prod(shape, dtype=np.int64)) for shape in self.shapes]
-        categorical = np.repeat(np.asarray(self._categorical, dtype=bool), sizes)
-        # sites of two values are flipped either way: a walk would fold half its steps
-        # back onto the value it left
-        ordinal = ~categorical & (self.n_categories > 2)
-        #: which sites take random-walk steps (ordinal integers; None: none does)
-        self.ordinal = ordinal if ordinal.any() else None
         # the variable every site belongs to, for the widths pooled by variable
         self._site_var = np.repeat(np.arange(len(sizes)), sizes)
         self._widths = None
@@ -230,22 +225,35 @@ class ARWM(SiteBlockStep):
         super()._start_tuner()
         self._reset_widths()
 
-    def _run_steps(self, state, scale: float, n_steps: int):
-        state, info = super()._run_steps(state, scale, n_steps)
-        if self.tune and self._learns_widths():
+    def _observe_draw(self, state, info, scale: float) -> None:
+        if self._learns_widths():
             self._observe(state.x)
-        return state, info
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
+        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in self.shapes]
+        categorical = np.repeat(np.asarray(self._categorical, dtype=bool), sizes)
+        # sites of two values are flipped either way: a walk would fold half its steps
+        # back onto the value it left
+        ordinal = ~categorical & (self.n_categories > 2)
+        #: which sites take random-walk steps (ordinal integers; None: none does)
+        self.ordinal = ordinal if ordinal.any() else None
         self._logp = compile_exact_logp(
             self.model, self.vars, self._initial_point, self._shared_vars(), compile_kwargs,
             offsets=self.offsets,
         )
 
-    def _init_state(self, x: np.ndarray):
-        return RWState(x, self._logp(x))
-
-    def _kernel_step(self, state, scale: float):
+    def _make_kernel(self) -> StepKernel:
+        """Random-walk moves of R uniformly chosen sites (ordinal sites by steps of the
+        widths learnt in tuning), one log density evaluation a step."""
+        logp = self._logp
         categories = None if self.is_binary else self.n_categories
-        return arwm_step(state, scale, self.rng, self._logp, categories, self.ordinal,
-                         self._widths)
+        ordinal = self.ordinal
+
+        def init(x):
+            return RWState(x, logp(x))
+
+        def step(state, scale, rng):
+            # the widths change while tuning: read at every step
+            return arwm_step(state, scale, rng, logp, categories, ordinal, self._widths)
+
+        return StepKernel("random walk", logp, init, step, python_run(step))

@@ -3,10 +3,11 @@ step method (``pymc.step_methods.arraystep.ArrayStepShared``).
 
 :class:`SiteBlockStep` checks the block, holds the scale's tuner, runs the draw's
 Metropolis-Hastings steps, reports the per-draw statistics, refuses a chain that never
-moved and warns when tuning missed its target. An algorithm's step subclasses it with
-``_init_state(x)`` and ``_kernel_step(state, scale)`` (and ``_run_steps`` for a compiled
-multi-step loop); the steps driven by local ratios go through
-:class:`~pymc_discrete.pymc.informed_step.InformedStep`.
+moved and warns when tuning missed its target. An algorithm's step subclasses it as a
+builder: ``_build_proposal`` compiles what the kernel evaluates and ``_make_kernel``
+returns the algorithm as one record (:class:`~pymc_discrete.pymc.step_kernel.StepKernel`),
+which the lifecycle drives without asking again which algorithm it is; the steps driven by
+local ratios go through :class:`~pymc_discrete.pymc.informed_step.InformedStep`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw, moving_
 from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.pymc.exceptions import TuningWarning
 from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch
+from pymc_discrete.pymc.step_kernel import StepKernel
 from pymc_discrete.pymc.validation import (
     SUPPORTED_OPS,
     block_value_vars,
@@ -136,7 +138,8 @@ class SiteBlockStep(ArrayStepShared):
     """Shared machinery of the M-H steps on a block of discrete sites.
 
     Subclasses provide ``_build_proposal(compile_kwargs)`` (called once, at construction,
-    before the tuner is built), ``_init_state(x)`` and ``_kernel_step(state, scale)``.
+    before the tuner is built) and ``_make_kernel()`` (the algorithm's record, built right
+    after it and again whenever the step changes algorithm).
     """
 
     default_blocked = True
@@ -206,12 +209,43 @@ class SiteBlockStep(ArrayStepShared):
         # the proposal is settled (including any fallback) before the scale's bounds,
         # which may depend on it, are checked and the tuner is built
         self._build_proposal(compile_kwargs)
+        self._kernel = self._make_kernel()
         self.adapter = self._build_adapter(initial_scale, adapt)
         self._stall_watch = StallWatch(type(self).__name__, self.var_names, self._stall_advice)
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
         """Compile what the kernel evaluates (the log density, the local ratios)."""
         raise NotImplementedError
+
+    def _make_kernel(self) -> StepKernel:
+        """The step's algorithm (:class:`~pymc_discrete.pymc.step_kernel.StepKernel`),
+        from what :meth:`_build_proposal` compiled."""
+        raise NotImplementedError
+
+    def _rebuild_kernel(self) -> None:
+        """Build the kernel again after the step changed algorithm (a switch to exact
+        ratios, or back in a restored state); the chain's state is then rebuilt too."""
+        self._kernel = self._make_kernel()
+        self._state = None
+
+    @property
+    def kernel(self) -> StepKernel:
+        """The algorithm a draw runs (:class:`~pymc_discrete.pymc.step_kernel.StepKernel`):
+        ``kernel.init(x)`` and ``kernel.step(state, scale, rng)`` run it outside
+        ``pm.sample`` on int64 site indices ``x`` (value minus the site's smallest value)."""
+        return self._kernel
+
+    @property
+    def exact_ratios(self):
+        """The block's exact ratios (:class:`~pymc_discrete.pymc.exact.ExactRatios`: terms,
+        colouring, set-up report) where the step uses them, else None."""
+        return None
+
+    @property
+    def draw_steps(self) -> int:
+        """Steps (sweeps) per draw in use: the number asked for, or after tuning the one
+        ``steps_per_draw="auto"`` chose."""
+        return self._draw_steps
 
     def _check_prebuilt(self, exact) -> None:
         """Refuse exact ratios compiled for another block (e.g. the whole block handed
@@ -502,7 +536,7 @@ class SiteBlockStep(ArrayStepShared):
             x = x - self.offsets
         state = self._state
         if self._others_changed() or state is None or not np.array_equal(state.x, x):
-            state = self._init_state(x)
+            state = self._kernel.init(x)
             if self._refuses_impossible_start and not np.isfinite(state.logp):
                 raise ValueError(
                     f"{type(self).__name__}: the current point has log density {state.logp}"
@@ -512,10 +546,11 @@ class SiteBlockStep(ArrayStepShared):
             if not self._start_checked:
                 self._check_start(x, state.logp)
         start, tuned, scale = state.x, self.adapter.scale, self._draw_scale()
-        state, info = self._run_steps(state, scale, self._draw_steps)
+        state, info = self._kernel.run(state, scale, self._draw_steps, self.rng)
         self._state = state
         jump = int(np.count_nonzero(state.x != start))
         if self.tune:
+            self._observe_draw(state, info, scale)
             # one update per draw, at the scale every step of the draw used: updating after
             # each step would move the scale between steps that all ran at the old one,
             # and credit their acceptance to scales they never used
@@ -658,14 +693,9 @@ class SiteBlockStep(ArrayStepShared):
         bad = [f"{name}={lp}" for name, lp in logps.items() if not np.isfinite(lp)]
         return f" (terms: {', '.join(bad)})" if bad else ""
 
-    def _run_steps(self, state, scale: float, n_steps: int) -> tuple[object, StepsInfo]:
-        """``n_steps`` M-H steps at a fixed scale (the tuner sees their acceptance
-        probabilities after the draw)."""
-        infos = []
-        for _ in range(n_steps):
-            state, info = self._kernel_step(state, scale)
-            infos.append(info)
-        return state, StepsInfo.from_steps(infos)
+    def _observe_draw(self, state, info, scale: float) -> None:
+        """Hook: what a tuning draw tells the step beyond its acceptance (PAS: the jumps
+        of its paths; ARWM: the spread of ordinal sites), before the tuner's update."""
 
     #: how well the step suits a variable it supports (PyMC picks the
     #: step of the highest competence for each variable)

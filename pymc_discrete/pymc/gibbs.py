@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from pymc.step_methods.compound import Competence
 
 from pymc_discrete.adaptation.steps_per_draw import LARGE_BLOCK
@@ -10,6 +9,7 @@ from pymc_discrete.kernels.gibbs import HEAT_BATH_SHARE, GibbsState, blocked_gib
 from pymc_discrete.kernels.gibbs_loop import first_class_gibbs_loop, gibbs_sweeps
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.step_kernel import StepKernel, loop_run, python_run
 from pymc_discrete.pymc.validation import check_auto_or_bool
 
 __all__ = ["BlockedGibbs"]
@@ -200,25 +200,37 @@ class BlockedGibbs(SiteBlockStep):
     def _max_scale(self, n_sites: int) -> float:
         return float(max(1, getattr(self, "n_colours", 1)))
 
-    def _init_state(self, x: np.ndarray) -> GibbsState:
-        return GibbsState(x, self._exact.block_logp(x))
+    def _make_kernel(self) -> StepKernel:
+        """Sweeps of the colours' exact conditionals, in a compiled loop when the step
+        has one (a draw of one sweep runs the vectorised Python sweep, which costs no
+        more; the loop saves the Python between sweeps)."""
+        exact = self._exact
+        colour_sites, proven, share = self._colour_sites, self.proven, self.heat_bath_share
 
-    def _kernel_step(self, state: GibbsState, scale: float):
-        return blocked_gibbs_sweep(
-            state, self.rng, self._exact.colour_conditionals, self._colour_sites, self.proven,
-            self.heat_bath_share,
-        )
+        def init(x):
+            return GibbsState(x, exact.block_logp(x))
 
-    def _run_steps(self, state: GibbsState, scale: float, n_steps: int):
-        if not self.compiled_loop or n_steps == 1:
-            # one sweep: numpy's vectorised Python sweep costs no more than the loop's;
-            # the loop gains where it saves the Python between sweeps
-            return super()._run_steps(state, scale, n_steps)
-        terms = self._exact.compiled_terms()
-        extra = terms.shared_values()
-        # the loop calls the terms through a pointer: numba caches it on disk
-        loop = terms.specialised(first_class_gibbs_loop, state.x.size, self._layout.like, extra)
-        return gibbs_sweeps(state, self.rng, n_steps, loop, extra, self._layout)
+        def step(state, scale, rng):
+            return blocked_gibbs_sweep(state, rng, exact.colour_conditionals, colour_sites,
+                                       proven, share)
+
+        if not self.compiled_loop:
+            return StepKernel("conditionals", exact, init, step, python_run(step))
+        terms, layout = exact.compiled_terms(), self._layout
+
+        def loop(state, scale, n_steps, rng):
+            extra = terms.shared_values()  # the other variables' current values
+            # the loop calls the terms through a pointer: numba caches it on disk
+            compiled = terms.specialised(first_class_gibbs_loop, state.x.size, layout.like,
+                                         extra)
+            return gibbs_sweeps(state, rng, n_steps, compiled, extra, layout)
+
+        return StepKernel("conditionals", exact, init, step, loop_run(step, loop))
+
+    @property
+    def exact_ratios(self) -> ExactRatios:
+        """The block's exact ratios (terms, colouring, set-up report)."""
+        return self._exact
 
     def _stuck(self) -> bool:
         # exact conditionals that never change a site say the posterior is that sharp,

@@ -341,23 +341,19 @@ class InformedStep(SiteBlockStep):
         self.proposal_reason = reason
 
     def _trial_acceptance(self, source, proposal: str, x: np.ndarray) -> float:
-        """Mean acceptance probability of a short run of this step's kernel with the
-        ratio source ``source`` at the smallest scale (its own generator: the chain's is
+        """Mean acceptance probability of a short run of this step's kernel built on the
+        ratio source ``source``, at the smallest scale (its own generator: the chain's is
         left untouched)."""
-        saved = self._logp_and_ratios, self.proposal, self.rng
-        try:
-            self._logp_and_ratios, self.proposal = source, proposal
-            self.rng = np.random.default_rng(1)
-            state = self._init_state(x)
-            if not np.isfinite(state.logp):
-                return 0.0
-            total = 0.0
-            for _ in range(self.AUTO_TRIAL_STEPS):
-                state, info = self._kernel_step(state, self._min_scale())
-                total += info.accept_prob
-            return total / self.AUTO_TRIAL_STEPS
-        finally:
-            self._logp_and_ratios, self.proposal, self.rng = saved
+        kernel = self._make_kernel(source, proposal)
+        rng = np.random.default_rng(1)
+        state = kernel.init(x)
+        if not np.isfinite(state.logp):
+            return 0.0
+        total = 0.0
+        for _ in range(self.AUTO_TRIAL_STEPS):
+            state, info = kernel.step(state, self._min_scale(), rng)
+            total += info.accept_prob
+        return total / self.AUTO_TRIAL_STEPS
 
     def _set_other_variables(self, perturb: bool, rng: np.random.Generator) -> None:
         """Put the model's other variables at their initial values, or (``perturb``) their
@@ -510,7 +506,13 @@ class InformedStep(SiteBlockStep):
         self.proposal = "exact"
         self._compile_exact_ratios()  # a compiled loop goes on, on their compiled target
         self.ratios_are_exact = True
-        self._state = None
+        self._rebuild_kernel()
+
+    @property
+    def exact_ratios(self) -> ExactRatios | None:
+        """The block's exact ratios where the step compiled them (its proposal, or the
+        check of ``proposal="auto"``), else None."""
+        return self._exact_source
 
     @property
     def _switched_to_exact(self) -> bool:
@@ -529,7 +531,7 @@ class InformedStep(SiteBlockStep):
             (self._logp_and_ratios, self.proposal, self.ratios_are_exact,
              self.compiled_loop, self.fallback_reason, self.loop_reason) = self._before_switch
             self._before_switch = None
-            self._state = None
+            self._rebuild_kernel()
 
     def _on_proposal_changed(self) -> None:
         """Hook: adjust what depends on the proposal after a switch to exact ratios."""

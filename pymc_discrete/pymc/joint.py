@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 from pymc.step_methods.compound import Competence
 
-from pymc_discrete.kernels.common import StepInfo
 from pymc_discrete.kernels.joint import (
     JOINT_MAX_STATES,
     JointState,
@@ -24,6 +23,7 @@ from pymc_discrete.kernels.joint import (
 from pymc_discrete.kernels.joint import joint_states as enumerate_joint_states
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.step_kernel import StepKernel, python_run
 
 __all__ = ["JOINT_MAX_STATES", "JointGibbs"]
 
@@ -193,6 +193,8 @@ class JointGibbs(SiteBlockStep):
         return self._exact.batch_terms(self._states).sum(axis=1)
 
     def _init_state(self, x: np.ndarray) -> JointState:
+        """The joint conditional at the other variables' current values, refused when it
+        has no state of positive probability or an improper one."""
         logps = self._state_logps()
         given = (f" given the current values of the other variables "
                  f"({', '.join(self.shared)})" if self.shared else "")
@@ -212,8 +214,20 @@ class JointGibbs(SiteBlockStep):
             )
         return init_joint_state(x, logps, self.n_categories)
 
-    def _kernel_step(self, state: JointState, scale: float) -> tuple[JointState, StepInfo]:
-        return joint_gibbs_step(state, self.rng, self._states)
+    def _make_kernel(self) -> StepKernel:
+        """An exact draw from the joint conditional: every joint state evaluated in one
+        batched call (reused while the other variables stay put)."""
+        states = self._states
+
+        def step(state, scale, rng):
+            return joint_gibbs_step(state, rng, states)
+
+        return StepKernel("joint", self._exact, self._init_state, step, python_run(step))
+
+    @property
+    def exact_ratios(self) -> ExactRatios | None:
+        """The block's batched terms (None for an empty block)."""
+        return self._exact
 
     def _stuck(self) -> bool:
         # exact draws that never change the block say the conditional is concentrated on

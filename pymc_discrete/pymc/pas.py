@@ -10,7 +10,6 @@ import numpy as np
 from pymc.step_methods.compound import Competence
 
 from pymc_discrete.adaptation.scale import PathLengthAdapter, ScaleAdapter
-from pymc_discrete.kernels.common import StepsInfo
 from pymc_discrete.kernels.pas import (
     init_path_state,
     pafs_step,
@@ -18,11 +17,13 @@ from pymc_discrete.kernels.pas import (
     path_length_contrast,
 )
 from pymc_discrete.kernels.pas_loop import (
+    PathStepsInfo,
     first_class_pas_loop,
     init_compiled_path_state,
     pas_steps,
 )
 from pymc_discrete.pymc.informed_step import InformedStep
+from pymc_discrete.pymc.step_kernel import StepKernel, loop_run, python_run
 from pymc_discrete.pymc.validation import check_auto_or_bool
 
 __all__ = ["PAS"]
@@ -260,41 +261,52 @@ class PAS(InformedStep):
         n = max(self.n_sites, 1)
         return (float(np.max(self.n_categories, initial=2)) + math.log2(n + 1)) / n
 
-    def _run_steps(self, state, scale: float, n_steps: int) -> tuple[object, StepsInfo]:
-        """The draw's steps; while X is tuned for the jump per cost, each step's expected
-        jump, cost and side of X go to the tuner before its acceptance does."""
-        observe = (self.tune and self.adapter.tuning
-                   and isinstance(self.adapter, PathLengthAdapter))
-        if self.compiled_loop and n_steps > 1:  # one step: the Python kernel, as ALBP
-            source = self._logp_and_ratios
+    def _make_kernel(self, source=None, proposal: str | None = None) -> StepKernel:
+        """Path steps driven by ``source`` (the step's ratio source by default): PAFS
+        (linearised paths) for the gradient, PAS (exact ratios at every point of the
+        path) otherwise, in a compiled loop when the step has one. A draw's info has the
+        steps' Hamming distances too (:class:`~pymc_discrete.kernels.pas_loop.PathStepsInfo`),
+        which the tuner of X reads (:meth:`_observe_draw`)."""
+        source = self._logp_and_ratios if source is None else source
+        proposal = self.proposal if proposal is None else proposal
+        code = self._code
+        linearised = proposal == "gradient"
+        kernel_step = pafs_step if linearised else pas_step
+
+        def step(state, scale, rng):
+            return kernel_step(state, scale, rng, source, code)
+
+        if not self.compiled_loop:
+            def init(x):
+                return init_path_state(x, source, code)
+
+            return StepKernel(proposal, source, init, step, python_run(step, _path_steps_info))
+
+        # the other variables' current values are read at every call (PyMC replaces them)
+        def init(x):
+            return init_compiled_path_state(x, source.target, source.shared_values(), code,
+                                            source=source)
+
+        def loop(state, scale, n_steps, rng):
             extra = source.shared_values()
             # the loop calls the model's function through a pointer: cached on disk
-            loop = source.specialised(first_class_pas_loop, state.x, extra)
-            state, info = pas_steps(
-                state, scale, self.rng, n_steps, loop, extra, self._code,
-                linearised=self.proposal == "gradient",
-            )
-            if observe:
-                # the scale is fixed within the draw and the tuner only accumulates these
-                # until its update after the draw: observing the steps in order after the
-                # loop tunes exactly as observing each after it ran (the Python loop)
-                for prob, distance, length in zip(info.accept_prob.tolist(),
-                                                  info.distance.tolist(),
-                                                  info.n_proposed.tolist()):
-                    self.adapter.observe(prob * distance, self._path_cost(length),
-                                         path_length_contrast(scale, length))
-            return state, StepsInfo(info.accept_prob, info.accepted, info.n_proposed)
-        infos = []
-        for _ in range(n_steps):
-            state, info = self._kernel_step(state, scale)
-            if observe:
-                self.adapter.observe(
-                    info.accept_prob * info.distance,
-                    self._path_cost(info.n_proposed),
-                    path_length_contrast(scale, info.n_proposed),
-                )
-            infos.append(info)
-        return state, StepsInfo.from_steps(infos)
+            compiled = source.specialised(first_class_pas_loop, state.x, extra)
+            return pas_steps(state, scale, rng, n_steps, compiled, extra, code,
+                             linearised=linearised)
+
+        return StepKernel(proposal, source, init, step,
+                          loop_run(step, loop, _path_steps_info))
+
+    def _observe_draw(self, state, info, scale: float) -> None:
+        """While X is tuned for the jump per cost, each step's expected jump, cost and
+        side of X go to the tuner, in order, before the draw's acceptance does (the
+        tuner only accumulates them until its update after the draw)."""
+        if not (self.tunes_for_jumps and self.adapter.tuning):
+            return
+        for prob, distance, length in zip(info.accept_prob.tolist(), info.distance.tolist(),
+                                          info.n_proposed.tolist()):
+            self.adapter.observe(prob * distance, self._path_cost(length),
+                                 path_length_contrast(scale, length))
 
     #: mean path length X of the trials of ``proposal="auto"``: long enough that the paths
     #: differ from single moves (at X = 1.5 most paths are one move long)
@@ -331,8 +343,8 @@ class PAS(InformedStep):
             if refusal is not None:
                 self._refuse_gradient(exact, refusal)
                 return
-        scale = min(self.AUTO_TRIAL_PATH_LENGTH, self._max_scale_for("exact"),
-                    self._max_scale_for("gradient"))
+        scale = min(self.AUTO_TRIAL_PATH_LENGTH, self._max_scale(self.n_sites, "exact"),
+                    self._max_scale(self.n_sites, "gradient"))
         rng = np.random.default_rng(0)
         trials = []
         try:
@@ -374,36 +386,25 @@ class PAS(InformedStep):
             self.ratios_are_exact = True
             self.proposal_reason = f"{summary}: exact ratios are used"
 
-    def _max_scale_for(self, proposal: str) -> float:
-        saved, self.proposal = self.proposal, proposal
-        try:
-            return self._max_scale(self.n_sites)
-        finally:
-            self.proposal = saved
-
     def _trial_jumps(self, source, proposal: str, x: np.ndarray,
                      scale: float) -> tuple[float, float]:
         """Mean expected jump per step and seconds per step of a short run of this
         step's kernel with the ratio source ``source`` at mean path length ``scale`` (its
         own generator: the chain's is left untouched; one untimed step first, so that
         compilation is not counted)."""
-        saved = self._logp_and_ratios, self.proposal, self.rng
-        try:
-            self._logp_and_ratios, self.proposal = source, proposal
-            self.rng = np.random.default_rng(1)
-            state = self._init_state(x)
-            if not np.isfinite(state.logp):
-                return 0.0, 1.0
-            self._kernel_step(state, scale)
-            total = 0.0
-            tick = time.perf_counter()
-            for _ in range(self.AUTO_TRIAL_STEPS):
-                state, info = self._kernel_step(state, scale)
-                total += info.accept_prob * info.distance
-            seconds = (time.perf_counter() - tick) / self.AUTO_TRIAL_STEPS
-            return total / self.AUTO_TRIAL_STEPS, seconds
-        finally:
-            self._logp_and_ratios, self.proposal, self.rng = saved
+        kernel = self._make_kernel(source, proposal)
+        rng = np.random.default_rng(1)
+        state = kernel.init(x)
+        if not np.isfinite(state.logp):
+            return 0.0, 1.0
+        kernel.step(state, scale, rng)
+        total = 0.0
+        tick = time.perf_counter()
+        for _ in range(self.AUTO_TRIAL_STEPS):
+            state, info = kernel.step(state, scale, rng)
+            total += info.accept_prob * info.distance
+        seconds = (time.perf_counter() - tick) / self.AUTO_TRIAL_STEPS
+        return total / self.AUTO_TRIAL_STEPS, seconds
 
     def _check_start(self, x: np.ndarray, logp: float) -> None:
         """The relaxation check, deferred to the first point of positive probability,
@@ -430,7 +431,7 @@ class PAS(InformedStep):
         deterministically (a periodic chain)."""
         return 1.5
 
-    def _max_scale(self, n_sites: int) -> float:
+    def _max_scale(self, n_sites: int, proposal: str | None = None) -> float:
         """X may reach N (a path of random length, sites drawn with replacement, is no
         involution, so the "flip everything" periodicity that caps R at N/2 cannot
         occur), and at least 1.5; exact paths stop at 32 by default (``max_path_length``)."""
@@ -445,15 +446,16 @@ class PAS(InformedStep):
                     f"max_path_length must be a number >= 1.5, got {self._max_path_length!r}"
                 )
             return min(upper, bound)
-        return upper if self.proposal == "gradient" else min(upper, 32.0)
+        proposal = self.proposal if proposal is None else proposal
+        return upper if proposal == "gradient" else min(upper, 32.0)
 
-    def _init_state(self, x: np.ndarray):
-        if self.compiled_loop:
-            source = self._logp_and_ratios
-            return init_compiled_path_state(x, source.target, source.shared_values(),
-                                            self._code, source=source)
-        return init_path_state(x, self._logp_and_ratios, self._code)
 
-    def _kernel_step(self, state, scale: float):
-        step = pafs_step if self.proposal == "gradient" else pas_step
-        return step(state, scale, self.rng, self._logp_and_ratios, self._code)
+def _path_steps_info(infos: list) -> PathStepsInfo:
+    """The :class:`~pymc_discrete.kernels.pas.PathStepInfo` of consecutive steps as one
+    :class:`~pymc_discrete.kernels.pas_loop.PathStepsInfo`."""
+    return PathStepsInfo(
+        np.array([i.accept_prob for i in infos], dtype=np.float64),
+        np.array([i.accepted for i in infos], dtype=np.bool_),
+        np.array([i.n_proposed for i in infos], dtype=np.int64),
+        np.array([i.distance for i in infos], dtype=np.int64),
+    )

@@ -80,6 +80,7 @@ def test_without_the_correction_the_probed_colouring_would_be_biased():
     with model:
         step = pmd.BlockedGibbs([model["x"]], exact_ratios=exact)
     step.proven = True
+    step._rebuild_kernel()
     idata = _sample(model, step, draws=3000)
     with pytest.raises(AssertionError):
         assert_joint_frequencies_match(idata, ["x"], states, probs)

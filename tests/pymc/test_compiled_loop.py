@@ -18,6 +18,7 @@ def test_compiled_loop_gives_the_python_loops_chain(coupled_model):
         step = pmd.ALBP([coupled_model["x"]], model=coupled_model, steps_per_draw=3,
                         compiled_loop=True, weight="sqrt")
         step.compiled_loop = compiled  # the Python loop around the same NUMBA function
+        step._rebuild_kernel()
         runs.append(sample(coupled_model, step, draws=300, tune=300, random_seed=3,
                            discard_tuned_samples=False))
     compiled, python = runs
@@ -81,6 +82,7 @@ def test_exact_ratio_compiled_loop_gives_the_python_loops_chain(block, coupled_m
     for compiled in (True, False):
         step.compiled_loop = compiled
         step._logp_and_ratios = compiled_source if compiled else exact
+        step._rebuild_kernel()
         runs.append(sample(model, step, draws=300, tune=300, random_seed=3,
                            discard_tuned_samples=False))
     compiled, python = runs
@@ -133,6 +135,7 @@ def test_categorical_compiled_loop_gives_the_python_loops_chain(potts):
         step = pmd.ALBP([model["z"]], model=model, steps_per_draw=3, compiled_loop=True)
         assert step.proposal == "gradient"
         step.compiled_loop = compiled
+        step._rebuild_kernel()
         runs.append(sample(model, step, draws=300, tune=300, random_seed=4,
                            discard_tuned_samples=False))
     compiled, python = runs

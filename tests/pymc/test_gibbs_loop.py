@@ -73,6 +73,7 @@ def test_compiled_sweeps_give_the_python_sweeps_chain(case):
     runs = []
     for compiled in (True, False):
         step.compiled_loop = compiled
+        step._rebuild_kernel()
         runs.append(_run(model, step, seed=8))
     compiled, python = runs
     for name in compiled.posterior.data_vars:

@@ -65,6 +65,7 @@ def _runs(request, case):
                 exact._fn = exact.compiled_terms().fn
                 step._logp_and_ratios = exact
             step.compiled_loop = compiled  # else the Python loop on the same function
+            step._rebuild_kernel()
             runs.append(sample(model, step, draws=1500, tune=300, random_seed=seed,
                                discard_tuned_samples=False))
             steps.append(step)

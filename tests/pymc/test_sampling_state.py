@@ -152,6 +152,7 @@ def test_sequential_chains_each_start_from_the_constructed_state():
         return logp, np.full_like(ratios, np.nan)
 
     step._logp_and_ratios = broken
+    step._rebuild_kernel()
     with model, pytest.warns(pmd.RelaxationWarning, match="none of its first 50") as caught:
         pm.sample(step=step, draws=20, tune=100, chains=2, cores=1, random_seed=5,
                   progressbar=False, compute_convergence_checks=False)

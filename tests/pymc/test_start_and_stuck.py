@@ -208,6 +208,7 @@ def test_a_gradient_proposal_that_never_moves_switches_to_exact_ratios():
         return logp, ratios if calls["n"] == 1 else np.full_like(ratios, np.nan)
 
     step._logp_and_ratios = broken
+    step._rebuild_kernel()
     with pytest.warns(pmd.RelaxationWarning, match="none of its first 50"):
         idata = _sample(model, step, draws=1500, tune=300, chains=1)
     assert step.proposal == "exact"
