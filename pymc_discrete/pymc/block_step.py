@@ -13,7 +13,6 @@ local ratios go through :class:`~pymc_discrete.pymc.informed_step.InformedStep`.
 from __future__ import annotations
 
 import warnings
-from dataclasses import field, fields
 
 import numpy as np
 from pymc.blocking import RaveledVars, StatsType
@@ -21,15 +20,18 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
-from pymc.step_methods.compound import Competence, StepMethodState
-from pymc.step_methods.state import WithSamplingState, dataclass_state, equal_dataclass_values
-from rich.progress import TextColumn
-from rich.table import Column
+from pymc.step_methods.compound import Competence
 
 from pymc_discrete.adaptation import ScaleAdapter
 from pymc_discrete.adaptation.scale_mixture import scale_for_draw
 from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw, moving_sites
 from pymc_discrete.kernels.common import StepsInfo
+from pymc_discrete.pymc.chain_state import SavedChain, SiteBlockStepState
+from pymc_discrete.pymc.draw_stats import (
+    STATS_DTYPES_SHAPES,
+    progressbar_config,
+    progressbar_update_functions,
+)
 from pymc_discrete.pymc.exceptions import TuningWarning
 from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch
 from pymc_discrete.pymc.step_kernel import StepKernel
@@ -70,71 +72,7 @@ def max_scale(n_sites: int) -> float:
     return float(max(1, n_sites // 2))
 
 
-#: Per-draw sampler statistics of every step of this package (name -> dtype, shape).
-STATS_DTYPES_SHAPES: dict[str, tuple[type, list]] = {
-    "accept": (np.float64, []),
-    "accepted": (np.float64, []),
-    "scaling": (np.float64, []),
-    "jump_distance": (np.int64, []),
-    "n_proposed": (np.int64, []),
-    # the acceptance rate the scale is tuned toward (NaN for a step that tunes nothing),
-    # so that a trace alone says what tuning aimed at (pmd.plot_tuning marks it)
-    "target_accept": (np.float64, []),
-    # running means over the draws of the current phase (tuning, then sampling) and the
-    # number of consecutive draws that left the block unchanged: what the progress bar
-    # shows, kept in the trace as NUTS keeps its running count of divergences
-    "mean_accept": (np.float64, []),
-    "mean_jump": (np.float64, []),
-    "stalled": (np.int64, []),
-    # Metropolis-Hastings steps (sweeps for BlockedGibbs) the draw made: with
-    # steps_per_draw="auto" one per tuning draw, then the number chosen after tuning
-    "steps_per_draw": (np.int64, []),
-    # the scale this draw ran at: the tuned one ('scaling'), or after tuning now and then
-    # a smaller one (pymc_discrete.adaptation.scale_mixture)
-    "draw_scale": (np.float64, []),
-    # a chain that stopped moving after tuning, reported as PyMC's own steps report
-    # theirs: pm.sample logs it (pymc_discrete.pymc.stall)
-    "warning": (SamplerWarning, None),
-}
-
-
-@dataclass_state
-class SiteBlockStepState(StepMethodState):
-    """What a chain of a :class:`SiteBlockStep` carries from draw to draw, as PyMC's
-    ``sampling_state``: the scale's tuner (its scale and averages), the tuning record
-    that decides whether a chain never moved, the progress bar's running means and the
-    kernel's state at the last draw (``pm.sample`` restores it before every sequential
-    chain; a ``ZarrTrace`` stores it at the end of each chain).
-
-    The settings are frozen fields: a state only goes back into a step built with the
-    same variables, target and steps per draw.
-    """
-
-    tune: bool
-    _n_tune: int | None
-    _tuner: dict
-    _tune_steps: int
-    _tune_moves: int
-    _tune_accept_sum: float
-    _phase_draws: int
-    _phase_accept_sum: float
-    _phase_jump_sum: float
-    _stalled: int
-    # the kernel's state at the last draw and the other variables' values it was computed
-    # at: a restored chain continues bit for bit (recomputing the weights from scratch
-    # rounds differently from updating them)
-    _state: object
-    _shared_seen: list | None
-    _resumed_scale: float | None
-    _late_tune_steps: int
-    _late_tune_changes: int
-    _late_tune_moves: np.ndarray | None
-    _draw_steps: int
-    target_accept: float = field(metadata={"frozen": True})
-    steps_per_draw: int | str = field(metadata={"frozen": True})
-
-
-class SiteBlockStep(ArrayStepShared):
+class SiteBlockStep(SavedChain, ArrayStepShared):
     """Shared machinery of the M-H steps on a block of discrete sites.
 
     Subclasses provide ``_build_proposal(compile_kwargs)`` (called once, at construction,
@@ -320,79 +258,6 @@ class SiteBlockStep(ArrayStepShared):
         self.adapter.start(self._tuning_updates())
         if self._n_tune == 0 and self._resumed_scale is not None:
             self.adapter.scale = self._resumed_scale
-
-    def resume(self, state: SiteBlockStepState) -> None:
-        """Continue a saved chain: take its state, and sample chains without tuning
-        (``pm.sample(tune=0)``) at the scale it froze.
-
-        Parameters
-        ----------
-        state : SiteBlockStepState
-            A chain's ``sampling_state``, e.g. the one a ``ZarrTrace`` stored at the end
-            of the chain (``trace._sampling_state.sampling_state[chain]``); it must come
-            from a step built with the same variables and settings.
-
-        Examples
-        --------
-        >>> import pymc as pm, pymc_discrete as pmd
-        >>> with pm.Model():
-        ...     x = pm.Bernoulli("x", 0.3, shape=10)
-        ...     step = pmd.ALBP([x])
-        ...     saved = step.sampling_state  # in practice: a finished chain's state
-        ...     step.resume(saved)
-        ...     idata = pm.sample(step=step, tune=0, draws=100,
-        ...                       progressbar=False)  # doctest: +SKIP
-        """
-        if state._tuner.get("tuning"):
-            raise ValueError(
-                "this state was saved in the middle of tuning: its scale is not frozen; "
-                "resume from a state saved after tuning"
-            )
-        self.sampling_state = state
-        self._resumed_scale = float(state._tuner["scale"])
-        self._resumed_draw_steps = int(state._draw_steps)
-
-    #: settings of the tuner that a restored state must share with the step
-    _FROZEN_TUNER_SETTINGS = ("adapt", "target_accept", "lower")
-
-    @property
-    def sampling_state(self) -> SiteBlockStepState:
-        """The chain's state as PyMC saves it (:class:`SiteBlockStepState`)."""
-        return WithSamplingState.sampling_state.fget(self)
-
-    @sampling_state.setter
-    def sampling_state(self, state: SiteBlockStepState) -> None:
-        # refuse a state of another step before anything is overwritten (PyMC's setter
-        # checks the frozen fields only as it reaches them, after the others)
-        if not isinstance(state, self._state_class):
-            raise ValueError(
-                f"not a state of {type(self).__name__}: {type(state).__name__}"
-            )
-        for f in fields(state):
-            if f.metadata.get("frozen") and not f.metadata.get("tensor_name"):
-                if not equal_dataclass_values(getattr(state, f.name), getattr(self, f.name)):
-                    raise ValueError(
-                        f"the state's {f.name} ({getattr(state, f.name)!r}) differs from "
-                        f"this step's ({getattr(self, f.name)!r})"
-                    )
-        mine = self.adapter.snapshot()
-        if set(state._tuner) != set(mine) or any(
-            state._tuner[k] != mine[k] for k in self._FROZEN_TUNER_SETTINGS
-        ):
-            raise ValueError(
-                "the state's tuner differs from this step's (its kind, adapt, target or "
-                "bounds): it comes from a step built with other settings"
-            )
-        WithSamplingState.sampling_state.fset(self, state)
-
-    @property
-    def _tuner(self) -> dict:
-        """The tuner's whole state (for ``sampling_state``)."""
-        return self.adapter.snapshot()
-
-    @_tuner.setter
-    def _tuner(self, snapshot: dict) -> None:
-        self.adapter.restore(snapshot)
 
     def _reset_tuning_record(self) -> None:
         self._tune_steps = 0  # M-H steps of this chain's tuning
@@ -618,35 +483,9 @@ class SiteBlockStep(ArrayStepShared):
         stats["stalled"] = self._stalled
         return stats
 
-    # ---- progress bar ----------------------------------------------------------------
-    @staticmethod
-    def _progressbar_config(n_chains: int = 1) -> tuple[list, dict]:
-        """Columns of PyMC's progress bar: the chain's mean acceptance, scale and mean
-        jump distance over the current phase (tuning, then sampling)."""
-        columns = [
-            TextColumn("{task.fields[pmd_accept]:0.2f}",
-                       table_column=Column("Accept", ratio=1)),
-            TextColumn("{task.fields[pmd_scale]:0.3g}", table_column=Column("Scale", ratio=1)),
-            TextColumn("{task.fields[pmd_jump]:0.3g}",
-                       table_column=Column("Jump", ratio=1)),
-        ]
-        stats = {name: [0.0] * n_chains for name in ("pmd_accept", "pmd_scale", "pmd_jump")}
-        return columns, stats
-
-    @staticmethod
-    def _make_progressbar_update_functions() -> tuple:
-        """The draw's stats -> the bar's fields; ``failing`` (a red bar) once the block
-        went :data:`STALLED_DRAWS_FAILING` draws without changing."""
-
-        def update_stats(stats: dict) -> dict:
-            return {
-                "pmd_accept": stats["mean_accept"],
-                "pmd_scale": stats["scaling"],
-                "pmd_jump": stats["mean_jump"],
-                "failing": stats["stalled"] >= STALLED_DRAWS_FAILING,
-            }
-
-        return (update_stats,)
+    # ---- progress bar (pymc_discrete.pymc.draw_stats) ---------------------------------
+    _progressbar_config = staticmethod(progressbar_config)
+    _make_progressbar_update_functions = staticmethod(progressbar_update_functions)
 
     def _record_tuning(self, info: StepsInfo) -> None:
         """Count the tuning steps and accepted moves (for :meth:`_refuse_a_frozen_chain`)."""
