@@ -22,6 +22,7 @@ from pymc_discrete.kernels.pas_loop import (
     init_compiled_path_state,
     pas_steps,
 )
+from pymc_discrete.pymc.auto_proposal import AUTO_TRIAL_STEPS, jump_per_second
 from pymc_discrete.pymc.informed_step import InformedStep
 from pymc_discrete.pymc.step_kernel import StepKernel, loop_run, python_run
 from pymc_discrete.pymc.validation import check_auto_or_bool
@@ -308,83 +309,8 @@ class PAS(InformedStep):
             self.adapter.observe(prob * distance, self._path_cost(length),
                                  path_length_contrast(scale, length))
 
-    #: mean path length X of the trials of ``proposal="auto"``: long enough that the paths
-    #: differ from single moves (at X = 1.5 most paths are one move long)
-    AUTO_TRIAL_PATH_LENGTH = 4.0
-
-    def _choose_between_gradient_and_exact(self) -> None:
-        """``proposal="auto"`` for paths: keep the gradient (PAFS) unless exact ratios
-        along the path (PAS) jump further per second. Says why.
-
-        A gradient whose single-site ratios are exact is not enough: PAFS scores every
-        move of a path with the expansion at x, which is exact only for the first move.
-        Both proposals run :attr:`AUTO_TRIAL_STEPS` steps at X =
-        :attr:`AUTO_TRIAL_PATH_LENGTH`, with the other variables at their initial values
-        and again moved around them; the expected jump (acceptance probability x
-        sites changed) per second of measured step time decides, in the setting where
-        the gradient does worse. Where the gradient's single-site ratios are exact, the
-        exact proposal evaluates the gradient at every point of the path (exact there
-        too, and cheaper than the model's batched terms); otherwise it uses the model's
-        exact ratios, from a draw of their exact conditionals, and the gradient is
-        refused without a trial where its proposal would practically never offer a move
-        the target allows (:meth:`~InformedStep._exact_trial_starts`, the check ALBP
-        makes: a refusal that depends on the model, not on timings).
-        """
-        gradient = self._logp_and_ratios
-        x0 = self._sites_of(self._initial_point)
-        if self.ratios_are_exact:
-            exact, starts = gradient, None
-        else:
-            self._compile_exact_ratios()
-            exact = self._logp_and_ratios  # their compiled target with compiled_loop
-            # the first move of a PAFS path is drawn from the gradient's ratios at x: a
-            # move they would practically never offer refuses them, as for ALBP
-            starts, _, refusal = self._exact_trial_starts(x0, gradient)
-            if refusal is not None:
-                self._refuse_gradient(exact, refusal)
-                return
-        scale = min(self.AUTO_TRIAL_PATH_LENGTH, self._max_scale(self.n_sites, "exact"),
-                    self._max_scale(self.n_sites, "gradient"))
-        rng = np.random.default_rng(0)
-        trials = []
-        try:
-            for k, perturb in enumerate((False, True)):
-                self._set_other_variables(perturb, rng)
-                start = x0 if starts is None else starts[k]
-                # the trials' jumps are seeded; their timings are remembered
-                trials.append(tuple(
-                    self._measured(("trial", k, name, scale), lambda source=source, name=name:
-                                   self._trial_jumps(source, name, start, scale))
-                    for source, name in ((gradient, "gradient"), (exact, "exact"))))
-        finally:
-            self._set_other_variables(False, rng)
-
-        def rate(trial):
-            jump, seconds = trial
-            return jump / max(seconds, 1e-9)
-
-        # the setting where the gradient does worst against exact ratios decides
-        (jump_g, sec_g), (jump_e, sec_e) = min(trials, key=lambda t: rate(t[0]) - rate(t[1]))
-        source = ("the gradient evaluated at every point of the path (its single-site "
-                  "ratios are exact for this model)" if exact is gradient
-                  else "the model's exact ratios")
-        summary = (
-            f"in {self.AUTO_TRIAL_STEPS} trial steps at X = {scale:g} the gradient "
-            f"proposal (PAFS) jumped {jump_g:.2f} sites per step at {sec_g * 1e3:.3f} ms a "
-            f"step and exact ratios along the path (PAS, {source}) {jump_e:.2f} at "
-            f"{sec_e * 1e3:.3f} ms (the worse of the initial and perturbed continuous "
-            "values for the gradient)"
-        )
-        if rate((jump_g, sec_g)) >= rate((jump_e, sec_e)):
-            self._logp_and_ratios = gradient
-            self.proposal = "gradient"
-            self.proposal_reason = f"{summary}: the gradient is kept"
-        else:
-            self._logp_and_ratios = exact
-            self.proposal = "exact"
-            self._exact_from_gradient = exact is gradient
-            self.ratios_are_exact = True
-            self.proposal_reason = f"{summary}: exact ratios are used"
+    _auto_criterion = staticmethod(jump_per_second)
+    _trial_exact_gradient = True
 
     def _trial_jumps(self, source, proposal: str, x: np.ndarray,
                      scale: float) -> tuple[float, float]:
@@ -400,11 +326,11 @@ class PAS(InformedStep):
         kernel.step(state, scale, rng)
         total = 0.0
         tick = time.perf_counter()
-        for _ in range(self.AUTO_TRIAL_STEPS):
+        for _ in range(AUTO_TRIAL_STEPS):
             state, info = kernel.step(state, scale, rng)
             total += info.accept_prob * info.distance
-        seconds = (time.perf_counter() - tick) / self.AUTO_TRIAL_STEPS
-        return total / self.AUTO_TRIAL_STEPS, seconds
+        seconds = (time.perf_counter() - tick) / AUTO_TRIAL_STEPS
+        return total / AUTO_TRIAL_STEPS, seconds
 
     def _check_start(self, x: np.ndarray, logp: float) -> None:
         """The relaxation check, deferred to the first point of positive probability,

@@ -24,7 +24,7 @@ from scipy.stats import multivariate_normal
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import rbm_model
-from pymc_discrete.pymc import informed_step
+from pymc_discrete.pymc import auto_proposal
 from pymc_discrete.pymc.reachability import (
     PLAUSIBLE_LOG_RATIO,
     UNDERWEIGHT_LOG_MARGIN,
@@ -111,8 +111,8 @@ def test_auto_chooses_exact_ratios_naming_the_sites(target, step_class, monkeypa
     def no_trials(*args, **kwargs):
         raise AssertionError("a refusal for reachability must not run the timed trials")
 
-    monkeypatch.setattr(informed_step, "_seconds_per_call", no_trials)
-    monkeypatch.setattr(informed_step.InformedStep, "_trial_acceptance", no_trials)
+    monkeypatch.setattr(auto_proposal, "seconds_per_call", no_trials)
+    monkeypatch.setattr(auto_proposal, "trial_acceptance", no_trials)
     monkeypatch.setattr(pmd.PAS, "_trial_jumps", no_trials)
     model, _, _ = target
     step = step_class([model["g"]], model=model)

@@ -12,7 +12,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc import informed_step
+from pymc_discrete.pymc import auto_proposal
 from tests.pymc.checks import means_within_mcse, sample
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 
@@ -38,7 +38,7 @@ def _model(request, fixture):
 def _prefer_exact_ratios(monkeypatch) -> None:
     """Make ``proposal="auto"`` choose exact ratios: its trials report exact paths a
     thousand times faster (and nothing remembered from earlier constructions)."""
-    monkeypatch.setattr(informed_step, "_MEASURED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(auto_proposal, "_MEASURED", weakref.WeakKeyDictionary())
     monkeypatch.setattr(pmd.PAS, "_trial_jumps", lambda self, source, proposal, x, scale: (
         1.0, 1.0 if proposal == "gradient" else 1e-3))
 

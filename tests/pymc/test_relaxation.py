@@ -151,10 +151,10 @@ def test_auto_measures_its_timings_once_per_model_and_block(monkeypatch):
     and then two gives the same chain). Fake timings differ between the two ALBPs'
     measurements: the second keeps the first's cost and reason; two PAS steps (timed
     for real) agree too."""
-    from pymc_discrete.pymc import informed_step
+    from pymc_discrete.pymc import auto_proposal
 
     calls = iter([1.0, 1.0, 1e-6, 1.0] * 4)  # exact call as cheap as a gradient call, then not
-    monkeypatch.setattr(informed_step, "_seconds_per_call", lambda source, x: next(calls))
+    monkeypatch.setattr(auto_proposal, "seconds_per_call", lambda source, x: next(calls))
     rng = np.random.default_rng(0)
     data = np.r_[rng.normal(-2, 1, 30), rng.normal(2, 1, 30)]
     with pm.Model() as model:

@@ -1,0 +1,351 @@
+"""``proposal="auto"``: one policy for ALBP and PAS, gradient or exact local ratios.
+
+:func:`choose_proposal` decides, once, at construction, after the gradient of the
+relaxation compiled:
+
+1. A gradient whose single-site ratios are exact for the model (checked against
+   single-site moves) is kept by ALBP at once: it costs one call per step. PAS still
+   weighs it, since a linearised path uses the expansion at its start for every move.
+2. Otherwise the exact ratios are compiled and the gradient is refused, without any trial,
+   when its proposal would practically never offer a move the target allows, at states
+   drawn from the exact conditionals (:func:`exact_trial_starts`,
+   :mod:`~pymc_discrete.pymc.reachability`): this depends on the model alone (seeded
+   draws, no timings), while a mean acceptance can look good with a few sites frozen.
+3. Otherwise short trials of both kernels decide by the step's own criterion: ALBP by
+   acceptance per unit of cost (:func:`acceptance_per_cost`), PAS by expected jump per
+   second (:func:`jump_per_second`), each in the setting of the other variables (initial,
+   or moved around it) where the gradient does worse.
+
+The trials' timings are remembered per model, block, weight and step class in the
+process (:func:`measured`), so that building the same step again gives the same choice.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+
+from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
+from pymc_discrete.kernels.weights import log_g
+from pymc_discrete.pymc.reachability import move_log_probabilities, underweighted_moves
+
+__all__ = [
+    "AUTO_REACHABILITY_SWEEPS",
+    "AUTO_TRIAL_PATH_LENGTH",
+    "AUTO_TRIAL_STEPS",
+    "acceptance_per_cost",
+    "choose_proposal",
+    "exact_trial_starts",
+    "jump_per_second",
+    "measured",
+]
+
+#: Metropolis-Hastings steps of each proposal in a trial
+AUTO_TRIAL_STEPS = 25
+#: sweeps of the exact conditionals run on from each trial start, comparing the
+#: gradient's proposal with the exact one move by move at the start and after every
+#: sweep (the states a chain visits, not only the start)
+AUTO_REACHABILITY_SWEEPS = 4
+#: mean path length X of PAS's trials: long enough that the paths differ from single
+#: moves (at X = 1.5 most paths are one move long)
+AUTO_TRIAL_PATH_LENGTH = 4.0
+
+#: model -> {(step class, block, weight, compiled loop, what was timed): the timing}:
+#: reused by a later construction of the same step on the same model, so that the choice
+#: (and so the chain, for a given seed) does not depend on timing noise within a process
+#: (a PyMC session building a step per run, or a sampler run again with one core and
+#: then two)
+_MEASURED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: why a gradient with exact single-site ratios is kept by ALBP
+EXACT_GRADIENT_REASON = (
+    "the relaxation's gradient gives the exact local ratios for this model (checked "
+    "against single-site moves), at one logp+gradient call per draw"
+)
+
+
+def choose_proposal(step) -> None:
+    """Settle ``proposal="auto"`` on an :class:`~pymc_discrete.pymc.informed_step.InformedStep`
+    whose gradient compiled: set its ratio source, ``proposal`` and ``proposal_reason``
+    (module docstring).
+
+    Parameters
+    ----------
+    step : InformedStep
+        The step being built (its ``_logp_and_ratios`` is the gradient's source); its
+        ``_auto_criterion`` is :func:`acceptance_per_cost` or :func:`jump_per_second`.
+    """
+    gradient = step._logp_and_ratios
+    x0 = step._sites_of(step._initial_point)
+    if step.ratios_are_exact and not step._trial_exact_gradient:
+        step.proposal_reason = EXACT_GRADIENT_REASON
+        return
+    if step.ratios_are_exact:
+        exact, starts, settings = gradient, None, None
+    else:
+        step._compile_exact_ratios()
+        exact = step._logp_and_ratios  # their compiled target with a compiled loop
+        starts, settings, refusal = exact_trial_starts(step, x0, gradient)
+        if refusal is not None:
+            _use(step, exact, "exact", refusal)
+            return
+    keep, summary = step._auto_criterion(step, gradient, exact, x0, starts, settings)
+    if keep:
+        _use(step, gradient, "gradient", f"{summary}: the gradient is kept")
+    else:
+        _use(step, exact, "exact", f"{summary}: exact ratios are used")
+        if exact is gradient:  # PAS: exact ratios evaluated by the gradient along the path
+            step._exact_from_gradient = True
+
+
+def _use(step, source, proposal: str, reason: str) -> None:
+    step._logp_and_ratios = source
+    step.proposal = proposal
+    step.proposal_reason = reason
+    if proposal == "exact":
+        step.ratios_are_exact = True
+
+
+def measured(step, what: tuple, measure: Callable[[], object]):
+    """``measure()``, the first time this step class measures ``what`` on this block of
+    this model with this weight in the process; its remembered result after that."""
+    key = (type(step).__name__, tuple(step.var_names), step.weight,
+           getattr(step, "compiled_loop", False), what)
+    memo = _MEASURED.setdefault(step.model, {})
+    if key not in memo:
+        memo[key] = measure()
+    return memo[key]
+
+
+# ---- criteria of the trials -------------------------------------------------------------
+def acceptance_per_cost(step, gradient, exact, x0, starts, settings) -> tuple[bool, str]:
+    """ALBP's criterion: both kernels run :data:`AUTO_TRIAL_STEPS` steps at the smallest
+    scale from each start (a draw of the exact conditionals: the initial point itself is
+    rarely typical), with the other variables as they were drawn; the cost is the measured
+    time of one exact call over one gradient call. The gradient is kept when its mean
+    acceptance times that cost is at least the exact proposal's: per second it then
+    accepts at least as many moves."""
+    trials = []
+    try:
+        for start, values in zip(starts, settings):
+            put_other_variables(step, values)
+            trials.append((trial_acceptance(step, gradient, "gradient", start),
+                           trial_acceptance(step, exact, "exact", start)))
+    finally:
+        put_other_variables(step, None)
+    x1 = starts[0]
+    cost = measured(step, ("cost of an exact call in gradient calls",), lambda: (
+        seconds_per_call(exact, x1) / max(seconds_per_call(gradient, x1), 1e-9)))
+    # the setting where the gradient does worst against exact ratios decides
+    accept_gradient, accept_exact = min(trials, key=lambda t: t[0] * cost - t[1])
+    summary = (
+        f"in {AUTO_TRIAL_STEPS} trial steps the gradient proposal accepted "
+        f"{accept_gradient:.2f} on average and the exact one {accept_exact:.2f} (the "
+        "worse of the initial and perturbed continuous values), and an exact call "
+        f"costs {cost:.1f} gradient calls"
+    )
+    return accept_gradient * cost >= accept_exact, summary
+
+
+def jump_per_second(step, gradient, exact, x0, starts, settings) -> tuple[bool, str]:
+    """PAS's criterion: both kernels run :data:`AUTO_TRIAL_STEPS` steps at X =
+    :data:`AUTO_TRIAL_PATH_LENGTH` (within both proposals' bounds), with the other
+    variables at their initial values and again moved around them, from the exact
+    conditionals' draws where the exact ratios were compiled; the expected jump
+    (acceptance probability x sites changed) per second of measured step time decides.
+    Where the gradient's single-site ratios are exact, the exact proposal evaluates the
+    gradient at every point of the path (exact there too, and cheaper than the model's
+    batched terms)."""
+    scale = min(AUTO_TRIAL_PATH_LENGTH, step._max_scale(step.n_sites, "exact"),
+                step._max_scale(step.n_sites, "gradient"))
+    rng = np.random.default_rng(0)
+    trials = []
+    try:
+        for k, perturb in enumerate((False, True)):
+            set_other_variables(step, perturb, rng)
+            start = x0 if starts is None else starts[k]
+            # the trials' jumps are seeded; their timings are remembered
+            trials.append(tuple(
+                measured(step, ("trial", k, name, scale), lambda source=source, name=name:
+                         step._trial_jumps(source, name, start, scale))
+                for source, name in ((gradient, "gradient"), (exact, "exact"))))
+    finally:
+        set_other_variables(step, False, rng)
+
+    def rate(trial):
+        jump, seconds = trial
+        return jump / max(seconds, 1e-9)
+
+    # the setting where the gradient does worst against exact ratios decides
+    (jump_g, sec_g), (jump_e, sec_e) = min(trials, key=lambda t: rate(t[0]) - rate(t[1]))
+    source = ("the gradient evaluated at every point of the path (its single-site "
+              "ratios are exact for this model)" if exact is gradient
+              else "the model's exact ratios")
+    summary = (
+        f"in {AUTO_TRIAL_STEPS} trial steps at X = {scale:g} the gradient "
+        f"proposal (PAFS) jumped {jump_g:.2f} sites per step at {sec_g * 1e3:.3f} ms a "
+        f"step and exact ratios along the path (PAS, {source}) {jump_e:.2f} at "
+        f"{sec_e * 1e3:.3f} ms (the worse of the initial and perturbed continuous "
+        "values for the gradient)"
+    )
+    return rate((jump_g, sec_g)) >= rate((jump_e, sec_e)), summary
+
+
+def trial_acceptance(step, source, proposal: str, x: np.ndarray) -> float:
+    """Mean acceptance probability of a short run of the step's kernel built on the
+    ratio source ``source``, at the smallest scale (its own generator: the chain's is
+    left untouched)."""
+    kernel = step._make_kernel(source, proposal)
+    rng = np.random.default_rng(1)
+    state = kernel.init(x)
+    if not np.isfinite(state.logp):
+        return 0.0
+    total = 0.0
+    for _ in range(AUTO_TRIAL_STEPS):
+        state, info = kernel.step(state, step._min_scale(), rng)
+        total += info.accept_prob
+    return total / AUTO_TRIAL_STEPS
+
+
+def seconds_per_call(source, x: np.ndarray, repeats: int = 3) -> float:
+    """Best of ``repeats`` timed calls of a ratio source at ``x``, after a warm call."""
+    source(x)
+    best = float("inf")
+    for _ in range(repeats):
+        tick = time.perf_counter()
+        source(x)
+        best = min(best, time.perf_counter() - tick)
+    return best
+
+
+# ---- reachability -----------------------------------------------------------------------
+def exact_trial_starts(step, x0: np.ndarray,
+                       gradient) -> tuple[list[np.ndarray], list[dict], str | None]:
+    """Starts of the trials, the other variables' values they were drawn with, and why
+    the gradient must be refused (None: it may be kept).
+
+    A start is one sweep of the exact conditionals from ``x0`` (rarely typical itself),
+    with the other variables at their initial values and moved to random values around
+    them. In each of these two settings the gradient's proposal is compared with the
+    exact one at the start and after each of :data:`AUTO_REACHABILITY_SWEEPS` further
+    sweeps (:func:`~pymc_discrete.pymc.reachability.underweighted_moves`): a move the
+    target allows that the gradient would offer more than a thousand times less often
+    than exact ratios do, at any of these states, refuses the gradient (the chain could
+    leave a site at one value for the whole run). Everything is drawn from seeded
+    generators: the result depends on the model, not on timings; the further sweeps have
+    their own generator, so that the starts are those drawn without the check.
+    """
+    source = step._exact_source
+    sites = source.colour_sites()
+    rng = np.random.default_rng(0)
+    check_rng = np.random.default_rng(1)
+    starts, settings = [], []
+    misses: dict[int, tuple] = {}
+    n_states = 0
+    try:
+        for perturb in (False, True):
+            set_other_variables(step, perturb, rng)
+            settings.append({name: s.get_value() for name, s in step.shared.items()})
+            state, _ = blocked_gibbs_sweep(
+                GibbsState(x0, 0.0), rng, source.colour_conditionals, sites, exact=True,
+            )
+            starts.append(state.x)
+            for sweep in range(AUTO_REACHABILITY_SWEEPS + 1):
+                if sweep:
+                    state, _ = blocked_gibbs_sweep(
+                        state, check_rng, source.colour_conditionals, sites, exact=True,
+                    )
+                n_states += _record_underweighted(step, gradient, state.x, misses)
+    finally:
+        put_other_variables(step, None)
+    return starts, settings, _unreachable_reason(step, misses, n_states)
+
+
+def _record_underweighted(step, gradient, x: np.ndarray, misses: dict) -> int:
+    """Compare the gradient's proposal with the exact one at ``x``; record in ``misses``
+    (site -> (log-probability gap, value, gradient's log-ratio, exact log-ratio), the
+    worst seen) every move the gradient underweights. Returns 1 if the state was
+    compared (0 where its log density is not finite)."""
+    logp, exact = step._exact_source(x)
+    if not np.isfinite(logp):
+        return 0
+    code = step._code
+    estimated = np.asarray(gradient(x)[1], dtype=np.float64).reshape(np.shape(exact))
+    exact = np.asarray(exact, dtype=np.float64)
+    flagged = underweighted_moves(estimated, exact, code)
+    if not flagged.any():
+        return 1
+    gap = move_log_probabilities(exact, code) - move_log_probabilities(estimated, code)
+    for move in zip(*np.nonzero(flagged)):
+        site = int(move[0])
+        value = int(move[1]) if exact.ndim == 2 else 1 - int(x[site])
+        if site not in misses or gap[move] > misses[site][0]:
+            misses[site] = (float(gap[move]), value, float(estimated[move]),
+                            float(exact[move]))
+    return 1
+
+
+def _unreachable_reason(step, misses: dict, n_states: int) -> str | None:
+    """``proposal_reason`` of a gradient refused for the moves in ``misses`` (None if
+    there are none), naming the sites."""
+    if not misses:
+        return None
+    worst = sorted(misses, key=lambda i: -misses[i][0])
+    shown = ", ".join(_site_name(step, i) for i in sorted(worst[:8]))
+    if len(worst) > 8:
+        shown += f" and {len(worst) - 8} more"
+    gap, value, estimated, exact = misses[worst[0]]
+    to = "" if step.is_binary else f" to {value + step.offsets[worst[0]]}"
+    how_rarely = (f"proposed {np.exp(gap):.2g} times less often than by exact ratios"
+                  if gap < 700.0 else "never proposed")
+    # the move's own weight, or its share beside moves whose estimates are far too high
+    # (they take the proposal's mass, the more so with sqrt weights): say so when the
+    # share loses more than the weight
+    own = log_g(exact, step._code) - log_g(estimated, step._code)
+    why = (", mostly crowded out by moves whose estimates are far too high"
+           if own < gap / 2 else "")
+    return (
+        f"at {n_states} states drawn from the exact conditionals the gradient's "
+        f"proposal would practically never move {shown} (e.g. {_site_name(step, worst[0])}"
+        f"{to}: estimated local log-ratio {estimated:.1f}, exact {exact:.1f}, "
+        f"{how_rarely}{why}), although the target allows those moves: exact ratios are "
+        "used"
+    )
+
+
+def _site_name(step, site: int) -> str:
+    """``name[index]`` of a site of the block (raveled index ``site``)."""
+    start = 0
+    for name, shape in zip(step.var_names, step.shapes):
+        size = int(np.prod(shape, dtype=int))
+        if site < start + size:
+            if not shape:
+                return name
+            index = np.unravel_index(site - start, shape)
+            return f"{name}[{', '.join(str(int(i)) for i in index)}]"
+        start += size
+    return f"site {site}"
+
+
+# ---- the other variables during the trials ----------------------------------------------
+def set_other_variables(step, perturb: bool, rng: np.random.Generator) -> None:
+    """Put the model's other variables at their initial values, or (``perturb``) their
+    continuous ones at standard normal offsets from them: initial values are often
+    atypical (coefficients at 0, cluster means on top of each other), where a first-order
+    estimate can look exact or good."""
+    for name, shared in step.shared.items():
+        value = np.asarray(step._initial_point[name])
+        if perturb and np.issubdtype(value.dtype, np.floating):
+            value = value + rng.normal(0.0, 1.0, value.shape).astype(value.dtype)
+        shared.set_value(value)
+
+
+def put_other_variables(step, values: dict | None) -> None:
+    """Put the model's other variables at ``values`` (name -> value, as recorded by
+    :func:`exact_trial_starts`), or at their initial values (None)."""
+    for name, shared in step.shared.items():
+        shared.set_value(np.asarray(
+            step._initial_point[name] if values is None else values[name]))
