@@ -6,10 +6,11 @@ from pymc_discrete.adaptation.dual_averaging import (
     dual_averaging_init,
     dual_averaging_update,
 )
-from pymc_discrete.adaptation.scale import ScaleAdapter
+from pymc_discrete.adaptation.scale import FixedScale, ScaleAdapter
 
 __all__ = [
     "DualAveragingState",
+    "FixedScale",
     "ScaleAdapter",
     "dual_averaging_final",
     "dual_averaging_init",

@@ -22,7 +22,7 @@ from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
 
-from pymc_discrete.adaptation import ScaleAdapter
+from pymc_discrete.adaptation import FixedScale, ScaleAdapter
 from pymc_discrete.adaptation.scale_mixture import scale_for_draw
 from pymc_discrete.adaptation.steps_per_draw import auto_steps_per_draw, moving_sites
 from pymc_discrete.kernels.common import StepsInfo
@@ -92,7 +92,7 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
         self,
         vars,
         *,
-        target_accept: float,
+        target_accept: float | None,
         initial_scale: float,
         adapt: bool,
         steps_per_draw: int | str,
@@ -104,7 +104,9 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
         shared: dict | None = None,
     ) -> None:
         model = modelcontext(model)
-        self.target_accept = check_unit_interval("target_accept", target_accept)
+        #: the acceptance rate the scale is tuned toward (None: a step that tunes nothing)
+        self.target_accept = (None if target_accept is None
+                              else check_unit_interval("target_accept", target_accept))
         #: the number of steps per draw asked for (``"auto"``: chosen after tuning,
         #: :func:`~pymc_discrete.adaptation.steps_per_draw.auto_steps_per_draw`)
         self.steps_per_draw = check_auto_or_positive_int(self._steps_parameter, steps_per_draw)
@@ -194,8 +196,9 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
                 f"this step's {list(self.var_names)}"
             )
 
-    def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter:
-        """Check the initial scale against the block's bounds and build the tuner."""
+    def _build_adapter(self, initial_scale, adapt: bool) -> ScaleAdapter | FixedScale:
+        """Check the initial scale against the block's bounds and build the tuner (a
+        fixed scale where ``target_accept`` is None)."""
         name = self._scale_parameter
         initial_scale = self._resolve_initial_scale(initial_scale)
         try:
@@ -208,6 +211,8 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
                 f"{name} must lie in [{lower:g}, {upper:g}] for this block of {self.n_sites} "
                 f"sites ({self._scale_bounds_reason}), got {initial_scale!r}"
             )
+        if self.target_accept is None:  # nothing is tuned (the Gibbs steps)
+            return FixedScale(initial_scale)
         return ScaleAdapter(self.target_accept, initial_scale, lower, upper, adapt=adapt)
 
     #: why the scale is bounded as it is (for error messages)

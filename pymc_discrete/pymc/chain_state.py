@@ -44,7 +44,7 @@ class SiteBlockStepState(StepMethodState):
     _late_tune_changes: int
     _late_tune_moves: np.ndarray | None
     _draw_steps: int
-    target_accept: float = field(metadata={"frozen": True})
+    target_accept: float | None = field(metadata={"frozen": True})
     steps_per_draw: int | str = field(metadata={"frozen": True})
 
 

@@ -132,7 +132,7 @@ class BlockedGibbs(SiteBlockStep):
         self._prebuilt = exact_ratios
         super().__init__(
             vars,
-            target_accept=0.5,  # unused: nothing is tuned
+            target_accept=None,  # nothing is tuned: the scale is the number of colours
             initial_scale=None,
             adapt=False,
             steps_per_draw=sweeps_per_draw,

@@ -128,7 +128,7 @@ class JointGibbs(SiteBlockStep):
         self._prebuilt = exact_ratios
         super().__init__(
             vars,
-            target_accept=0.5,  # unused: nothing is tuned
+            target_accept=None,  # nothing is tuned: the scale is the number of states
             initial_scale=None,
             adapt=False,
             # every draw is already independent of the last: a second one in the same
