@@ -19,6 +19,8 @@ from pymc_discrete.pymc.relaxation import relaxed_logp
 __all__ = [
     "CompiledExactRatios",
     "CompiledRatios",
+    "CompiledTerms",
+    "NumbaFunction",
     "compile_gradient_ratios",
     "compile_exact_logp",
 ]
@@ -34,17 +36,16 @@ def _built_once(cache: dict, key, target, factory: Callable, args: tuple) -> Cal
     return cached[1]
 
 
-class CompiledRatios:
-    """``x -> (logp(x), local log-ratios)`` of a block (the flip vector of a binary block,
-    the (N, K) table of a categorical one), built with PyTensor's NUMBA mode, so that
-    numba-compiled loops can call it without Python in between.
+class NumbaFunction:
+    """A PyTensor function compiled in NUMBA mode with one explicit input and two outputs,
+    as a numba function that compiled loops call without Python in between, with the
+    current values of the shared variables it reads.
 
     Parameters
     ----------
     fn : pytensor.compile.function.types.Function
-        Compiled in NUMBA mode, with one explicit input (the relaxed sites) and two
-        outputs (log density, ratios); shared variables become further inputs of its
-        numba function.
+        Compiled in NUMBA mode, with one explicit input and two outputs; shared variables
+        become further inputs of its numba function.
 
     Notes
     -----
@@ -80,6 +81,19 @@ class CompiledRatios:
         """Current values of the shared variables, in the order ``target`` takes them."""
         return tuple(cell[0] for cell in self.fn.vm.inputs[1:])
 
+
+class CompiledTerms(NumbaFunction):
+    """The batched terms of a block compiled in NUMBA mode (:class:`NumbaFunction`):
+    ``(states, *shared values) -> (terms, checks held)``, for the compiled loops that
+    build exact ratios and Gibbs conditionals from them."""
+
+
+class CompiledRatios(NumbaFunction):
+    """``x -> (logp(x), local log-ratios)`` of a block (the flip vector of a binary block,
+    the (N, K) table of a categorical one), built with PyTensor's NUMBA mode
+    (:class:`NumbaFunction`: the relaxed sites in, the log density and ratios out).
+    """
+
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         logp_value, ratio_values = self.fn(np.asarray(x, dtype=np.float64))
         return float(logp_value), ratio_values
@@ -96,7 +110,7 @@ class CompiledExactRatios:
 
     Parameters
     ----------
-    terms : CompiledRatios
+    terms : CompiledTerms
         The batched terms ``(states, *shared values) -> (terms, checks held)``.
     layout : tuple
         ``(colour, n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)``.
@@ -104,7 +118,7 @@ class CompiledExactRatios:
         Whether the block is binary (flip ratios) or categorical (an (N, K) table).
     """
 
-    def __init__(self, terms: CompiledRatios, layout: tuple, binary: bool) -> None:
+    def __init__(self, terms: CompiledTerms, layout: tuple, binary: bool) -> None:
         from pymc_discrete.kernels.exact_loop import exact_flip_ratios, exact_ratio_table
 
         self.terms = terms
@@ -133,7 +147,7 @@ class CompiledExactRatios:
 
     def specialised(self, factory: Callable, *args) -> Callable:
         """``factory(self.target, *args)``, built once per process (as
-        :meth:`CompiledRatios.specialised`)."""
+        :meth:`NumbaFunction.specialised`)."""
         return _built_once(self._specialised, self._terms_pointer(), self.target, factory,
                            args)
 

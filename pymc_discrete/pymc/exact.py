@@ -43,7 +43,7 @@ from pymc_discrete.kernels.structure import (
     transpose_csr,
 )
 from pymc_discrete.pymc import dependencies, setup_progress
-from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledRatios
+from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.dependencies import Unanalysable
 from pymc_discrete.pymc.setup_progress import SetupProgress
 from pymc_discrete.pymc.terms import block_terms, without_checks
@@ -318,7 +318,7 @@ class ExactRatios:
         }
         return structure
 
-    def compiled_terms(self) -> CompiledRatios:
+    def compiled_terms(self) -> CompiledTerms:
         """The batched terms compiled in PyTensor's NUMBA mode, for compiled loops:
         ``(states, *shared values) -> (terms, checks held)``, the states in the graph's
         own values (offsets added). Compiled at the first call (seconds: numba compiles
@@ -327,7 +327,7 @@ class ExactRatios:
             inputs, outputs = self._batch_graph
             fn = pm_compile(inputs, outputs, **{**(self._compile_kwargs or {}), "mode": "NUMBA"})
             fn.trust_input = True
-            self._compiled_terms = CompiledRatios(fn)
+            self._compiled_terms = CompiledTerms(fn)
         return self._compiled_terms
 
     @property
