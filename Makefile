@@ -54,8 +54,9 @@ $(BENCH_STAMP): pyproject.toml
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks.run_all
 
-# the same scripts at small sizes, two processes side by side (one per core); see the
-# README for its duration on the 2-core VM
+# the same scripts at small sizes, two processes side by side (one per core): about 9
+# minutes on the 2-core VM. It rewrites RESULTS.md like make bench; set
+# PYMC_DISCRETE_BENCH_OUT=<folder> to write the results and plots there instead
 bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks.run_all --quick --jobs=2
 

@@ -1,6 +1,6 @@
 """Applied model families with discrete unknowns, each with its discrete variables summed out.
 
-The models of the applied benchmark (``benchmarks/run_applied.py``, project issue 18):
+The models of the applied benchmark (``benchmarks/run_applied.py``):
 
 * :func:`gaussian_mixture` -- iris, K = 3 diagonal Gaussians, 150 cluster labels;
 * :func:`site_occupancy` -- MacKenzie et al. (2002), 200 sites x 5 visits, simulated;
@@ -186,8 +186,8 @@ def gaussian_mixture(data: np.ndarray | None = None, k: int = 3) -> AppliedModel
     """Mixture of ``k`` diagonal Gaussians on the standardised iris measurements.
 
     Data: scikit-learn's ``load_iris`` (150 flowers, 4 measurements), standardised. Model:
-    exactly ``examples/iris_mixture.py`` (and ``benchmarks/run_mixture.py``, whose
-    marginal model is the one here): ``w ~ Dirichlet(1)``, means ``Normal(0, 2)`` ordered on
+    exactly ``examples/iris_mixture.py``, with the labels summed out in the marginal
+    model: ``w ~ Dirichlet(1)``, means ``Normal(0, 2)`` ordered on
     the first coordinate (this identifies the components, so means are comparable across
     chains; the marginal model carries the same ordering), scales ``HalfNormal(1)``,
     labels ``z_i ~ Categorical(w)``. Summaries: the cluster sizes ``n_j = #{i: z_i = j}``.

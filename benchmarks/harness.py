@@ -1,4 +1,5 @@
-"""Run step methods side by side on one model and measure them the same way.
+"""Run step methods side by side on one model and measure them the same way, and
+everything else the benchmark scripts share.
 
 Every sampler runs through ``pm.sample`` with ``cores=1`` (so wall time is CPU time of
 one chain at a time) and is measured on its post-tuning draws:
@@ -15,14 +16,38 @@ one chain at a time) and is measured on its post-tuning draws:
   with PyMC's proportional categorical proposal), one per M-H step of ALBP, ARWM, PAFS
   and ``pm.BinaryMetropolis``, one per move of an exact PAS path. Steps that compute
   exact local ratios in batches of the model's terms have no comparable count ("-").
+
+The rest, shared by every script:
+
+* where the output goes (:func:`output_dir`): ``benchmarks/``, or the folder named by the
+  environment variable ``PYMC_DISCRETE_BENCH_OUT`` (the tests point it at a temporary
+  folder, so that a smoke run never touches the committed RESULTS.md and plots);
+* the run sizes: ``full`` (the reported numbers), ``quick`` (``--quick``: small sizes)
+  and ``smoke`` (``--smoke``: the smallest that still runs every part of a script,
+  for the tests) (:func:`size_name`, :func:`cli`);
+* the "Produced by" lines of a section (:func:`provenance`) and markdown tables
+  (:func:`markdown_table`, :func:`format_table`);
+* checks of a run against a reference (:func:`mean_mcse`, :func:`max_rhat`,
+  :func:`deviation`) and figures over seeds (:func:`ratio_over_seeds`);
+* the step plain ``pm.sample()`` builds, with ``pmd.register()`` or without
+  (:func:`assigned_step`, :func:`step_name`);
+* NumPyro's ``DiscreteHMCGibbs``, timed the same way wherever it is compared
+  (:func:`run_discrete_hmc_gibbs`), and skipped where NumPyro is not installed
+  (:func:`numpyro_available`; ``make test`` does not install it).
 """
 
 from __future__ import annotations
 
+import datetime
+import logging
+import os
 import platform
+import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,24 +56,197 @@ import numpy as np
 import pymc as pm
 
 __all__ = [
+    "CONCURRENT_JOBS",
+    "HEADER",
+    "MAX_ESS_SITES",
+    "OUTPUT",
+    "SIZES",
+    "MeasuredRun",
     "Measurement",
     "MixedMeasurement",
+    "NumPyroRun",
     "SeedOutcome",
-    "format_mixed_table",
-    "MeasuredRun",
+    "assigned_step",
+    "cell",
+    "cli",
+    "counted_ratios",
+    "deviation",
     "draws_measurement",
+    "evaluations_per_draw",
+    "format_mixed_table",
     "format_table",
+    "jump_distance",
+    "log_messages",
+    "logp_trace",
     "machine_description",
+    "markdown_table",
+    "max_rhat",
+    "mean_mcse",
     "measure",
     "measure_mixed",
     "measure_run",
     "median_site_ess",
-    "counted_ratios",
+    "mixed_measurement",
+    "numpyro_available",
+    "numpyro_measurement",
+    "numpyro_versions",
+    "output_dir",
+    "provenance",
     "ratio_number",
     "ratio_over_seeds",
+    "release_compiled_jax",
+    "results_path",
+    "rhat",
+    "run_discrete_hmc_gibbs",
+    "save_figure",
+    "size_name",
+    "smallest_ess",
+    "split_time",
     "spread_over_seeds",
+    "step_name",
+    "subplots",
     "write_section",
 ]
+
+
+# --------------------------------------------------------------------------------------
+# where the output goes, run sizes, provenance
+# --------------------------------------------------------------------------------------
+
+#: environment variable naming the folder that RESULTS.md and the plots are written to
+#: (default: ``benchmarks/``)
+OUTPUT = "PYMC_DISCRETE_BENCH_OUT"
+#: environment variable run_all.py sets to the number of benchmark processes running at once
+CONCURRENT_JOBS = "PYMC_DISCRETE_BENCH_JOBS"
+#: the run sizes every script's ``main`` knows: the reported one, ``quick`` and ``smoke``
+SIZES = ("full", "quick", "smoke")
+
+_HERE = Path(__file__).resolve().parent
+
+
+def output_dir() -> Path:
+    """The folder of RESULTS.md and the plots: ``$PYMC_DISCRETE_BENCH_OUT`` if set, else
+    ``benchmarks/`` (created if missing)."""
+    folder = Path(os.environ.get(OUTPUT) or _HERE)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def results_path() -> Path:
+    """The results file, ``RESULTS.md`` in :func:`output_dir`."""
+    return output_dir() / "RESULTS.md"
+
+
+def subplots(*args, **kwargs):
+    """``matplotlib.pyplot.subplots`` on the non-interactive Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
+
+
+def save_figure(fig, name: str, dpi: int = 100) -> Path:
+    """Save ``fig`` as ``name`` in :func:`output_dir` and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    path = output_dir() / name
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def size_name(quick: bool = False, smoke: bool = False) -> str:
+    """The run size of a script's ``main(quick, smoke)``: "smoke", "quick" or "full"."""
+    return "smoke" if smoke else "quick" if quick else "full"
+
+
+def cli(main: Callable[..., object]) -> None:
+    """Run a script's ``main`` at the size its command line asks for (``--quick``,
+    ``--smoke``; neither: the full size)."""
+    args = sys.argv[1:]
+    main(quick="--quick" in args, smoke="--smoke" in args)
+
+
+def machine_description() -> str:
+    """One line naming the machine the numbers came from."""
+    import numba
+    import pytensor
+
+    line = (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
+            f"Python {platform.python_version()}, PyMC {pm.__version__}, "
+            f"PyTensor {pytensor.__version__}, numba {numba.__version__}")
+    jobs = int(os.environ.get(CONCURRENT_JOBS, "1"))
+    if jobs > 1:
+        line += (f"; run next to {jobs - 1} other benchmark process(es) (one core each: "
+                 "`run_all.py --jobs`)")
+    return line
+
+
+def provenance(script: str, size: str, *, minutes: float | None = None,
+               versions: str = "", command: str | None = None) -> str:
+    """The two lines that open a section: the command and date, and the machine.
+
+    Parameters
+    ----------
+    script : str
+        The script's module name, e.g. ``"run_core"``.
+    size : str
+        One of :data:`SIZES` (a flag in the command unless "full").
+    minutes : float, optional
+        How long the run took.
+    versions : str
+        Appended to the machine line (e.g. :func:`numpyro_versions`).
+    command : str, optional
+        The command, if not ``python -m benchmarks.<script> [--size]``.
+    """
+    if command is None:
+        command = f"python -m benchmarks.{script}" + ("" if size == "full" else f" --{size}")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    took = "" if minutes is None else f" (the run took {minutes:.1f} min)"
+    return (f"Produced by `{command}` on {stamp}{took}.\n"
+            f"Machine: {machine_description()}{versions}.")
+
+
+# --------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A markdown table: the header, then one line per row (cells turned into text).
+
+    Raises
+    ------
+    ValueError
+        If a row has another number of cells than the header.
+
+    Examples
+    --------
+    >>> print(markdown_table(["a", "b"], [[1, "x"]]))
+    | a | b |
+    |---|---|
+    | 1 | x |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"a row of {len(row)} cells under {len(header)} columns: {row}")
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def cell(value: float | None, fmt: str = ".3g") -> str:
+    """A number as a table cell; "-" when it is missing or not finite."""
+    if value is None or not np.isfinite(value):
+        return "-"
+    return format(value, fmt)
+
+
+# --------------------------------------------------------------------------------------
+# measuring runs
+# --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -73,15 +271,18 @@ class Measurement:
         """ESS of the log density per 1000 log density evaluations (NaN if unknown)."""
         return 1e3 * self.ess_logp / (self.evals_per_draw * self.draws)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+
+#: each model's compiled log density, compiled once: every measurement of it needs it
+_LOGP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _logp_trace(model: pm.Model, draws: np.ndarray, name: str) -> np.ndarray:
-    """Model log density at every draw (chain, draw, *shape) of the single variable."""
-    fn = getattr(model, "_benchmark_logp", None)
-    if fn is None:  # compiled once per model: every measurement of it needs it
-        fn = model._benchmark_logp = model.compile_logp()
+def logp_trace(model: pm.Model, draws: np.ndarray, var: str) -> np.ndarray:
+    """The model's log density at every draw (chain, draw, *shape) of its free variable
+    ``var`` (the others at the model's initial point), shape (chain, draw)."""
+    fn = _LOGP.get(model)
+    if fn is None:
+        fn = _LOGP[model] = model.compile_logp()
+    name = model.rvs_to_values[model[var]].name
     point = model.initial_point()
     out = np.empty(draws.shape[:2])
     for c in range(draws.shape[0]):
@@ -91,6 +292,11 @@ def _logp_trace(model: pm.Model, draws: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
+def _proportional(step) -> bool:
+    """Whether a ``pm.CategoricalGibbsMetropolis`` uses its proportional proposal."""
+    return step.astep == step.astep_prop
+
+
 def evaluations_per_draw(step, idata, n_sites: int) -> float:
     """Log density evaluations one draw of ``step`` costs (see the module docstring)."""
     import pymc_discrete as pmd
@@ -98,7 +304,7 @@ def evaluations_per_draw(step, idata, n_sites: int) -> float:
     if isinstance(step, pm.BinaryGibbsMetropolis):
         return float(n_sites)
     if isinstance(step, pm.CategoricalGibbsMetropolis):
-        if step.astep == step.astep_prop:  # every other category of every site
+        if _proportional(step):  # every other category of every site
             return float(sum(k - 1 for _, k in step.dimcats))
         return float(len(step.dimcats))
     if isinstance(step, pm.BinaryMetropolis | pm.Metropolis):
@@ -240,7 +446,7 @@ def measure_run(
     built, warmed, wall = times
     finished = time.perf_counter()
     x = idata.posterior[var].values  # (chain, draw, *shape)
-    logp = _logp_trace(model, x, model.rvs_to_values[model[var]].name)
+    logp = logp_trace(model, x, var)
     stats = idata.sample_stats
     measurement = draws_measurement(
         label, x, logp, seconds, tune,
@@ -373,22 +579,21 @@ def measure_mixed(
     )
 
 
-def _markdown_table(rows: list, columns: list, ratios: list, baseline: str | None) -> str:
+def _measurement_table(rows: list, columns: list, ratios: list, baseline: str | None) -> str:
     """Rows as a markdown table: ``columns`` of (header, row -> cell text), then, when a
     row is named ``baseline``, ``ratios`` of (header, attribute): the row's value over the
     baseline's."""
     base = next((r for r in rows if r.sampler == baseline), None)
-    head = "| " + " | ".join(header for header, _ in columns) + " |"
+    header = [h for h, _ in columns]
     if base is not None:
-        head += "".join(f" {header} vs {baseline} |" for header, _ in ratios)
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+        header += [f"{h} vs {baseline}" for h, _ in ratios]
+    cells = []
     for r in rows:
-        line = "| " + " | ".join(cell(r) for _, cell in columns) + " |"
+        line = [fn(r) for _, fn in columns]
         if base is not None:
-            line += "".join(f" {getattr(r, name) / getattr(base, name):.1f}x |"
-                            for _, name in ratios)
-        lines.append(line)
-    return "\n".join(lines)
+            line += [f"{getattr(r, name) / getattr(base, name):.1f}x" for _, name in ratios]
+        cells.append(line)
+    return markdown_table(header, cells)
 
 
 #: the columns every table starts with
@@ -417,11 +622,11 @@ def format_mixed_table(rows: list[MixedMeasurement], baseline: str | None = None
         ("min ESS/s", lambda r: f"{r.ess_min_per_s:.1f}"),
         ("median site ESS/s (discrete)", lambda r: f"{r.ess_site_per_s:.1f}"),
         ("NUTS steps per draw", lambda r: f"{r.nuts_steps_per_draw:.1f}"),
-        ("discrete evals per draw", lambda r: _number(r.discrete_evals_per_draw)),
-        ("min ESS per 1k evals", lambda r: _number(r.ess_min_per_1k_evals)),
+        ("discrete evals per draw", lambda r: cell(r.discrete_evals_per_draw)),
+        ("min ESS per 1k evals", lambda r: cell(r.ess_min_per_1k_evals)),
     ]
     ratios = [("min ESS/s", "ess_min_per_s"), ("site ESS/s", "ess_site_per_s")]
-    return _markdown_table(rows, columns, ratios, baseline)
+    return _measurement_table(rows, columns, ratios, baseline)
 
 
 def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
@@ -430,15 +635,270 @@ def format_table(rows: list[Measurement], baseline: str | None = None) -> str:
         ("ESS logp", lambda r: f"{r.ess_logp:.0f}"),
         ("ESS/s logp", lambda r: f"{r.ess_logp_per_s:.1f}"),
         ("median site ESS/s", lambda r: f"{r.ess_site_per_s:.1f}"),
-        ("ESS logp per 1k evals", lambda r: _number(r.ess_logp_per_1k_evals)),
+        ("ESS logp per 1k evals", lambda r: cell(r.ess_logp_per_1k_evals)),
     ]
     ratios = [("ESS/s logp", "ess_logp_per_s"), ("site ESS/s", "ess_site_per_s")]
-    return _markdown_table(rows, columns, ratios, baseline)
+    return _measurement_table(rows, columns, ratios, baseline)
 
 
-def _number(value: float) -> str:
-    """A table cell: 3 significant digits, "-" for NaN."""
-    return "-" if not np.isfinite(value) else f"{value:.3g}"
+# --------------------------------------------------------------------------------------
+# checks of a run's draws (DESIGN.md section 6: a speed is quoted only for draws that
+# converged and agree with a reference)
+# --------------------------------------------------------------------------------------
+
+
+def mean_mcse(a: np.ndarray) -> tuple[float, float]:
+    """Posterior mean of a (chain, draw) array and its Monte Carlo standard error."""
+    return float(a.mean()), float(np.asarray(az.mcse(a, method="mean")))
+
+
+def rhat(a: np.ndarray) -> float:
+    """Rank-normalised split r-hat of a (chain, draw) array; 1 for a constant one (every
+    chain holds the same value: r-hat is undefined there)."""
+    if np.ptp(a) == 0:
+        return 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.asarray(az.rhat(a)))
+
+
+def max_rhat(arrays: dict[str, np.ndarray]) -> float:
+    """The largest finite :func:`rhat` over the arrays, NaN if there is none."""
+    values = [v for v in (rhat(a) for a in arrays.values()) if np.isfinite(v)]
+    return max(values) if values else float("nan")
+
+
+def deviation(ours: dict[str, np.ndarray],
+              theirs: dict[str, tuple[float, float]]) -> tuple[float, str]:
+    """Largest ``|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over the keys of
+    ``theirs`` (name -> (mean, MCSE); MCSE 0 for an exact mean), and where.
+
+    A quantity (nearly) constant in the posterior, e.g. a cluster size of exactly 50 in
+    every draw, has an MCSE of ~0, and a reference computed another way differs from it
+    by the tiny probabilities a finite sample never realises: the scale is floored at
+    1e-4 of the value.
+    """
+    worst, at = 0.0, ""
+    for k, (m_ref, se_ref) in theirs.items():
+        m, se = mean_mcse(ours[k])
+        scale = max(float(np.hypot(se, se_ref)), 1e-4 * max(1.0, abs(m_ref)))
+        z = abs(m - m_ref) / scale
+        if z >= worst:
+            worst, at = z, k
+    return worst, at
+
+
+# --------------------------------------------------------------------------------------
+# the steps plain pm.sample() builds
+# --------------------------------------------------------------------------------------
+
+
+def assigned_step(model: pm.Model, registered: bool, start: dict):
+    """The step(s) plain ``pm.sample()`` assigns on ``model``, with ``pmd.register()`` in
+    effect or not, built at the model's initial point updated by ``start``: PyMC's own
+    ``assign_step_methods`` and ``instantiate_steppers``, so that the step can be timed
+    warm like any other. Registration is restored afterwards."""
+    from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+    from pymc.step_methods import STEP_METHODS
+
+    import pymc_discrete as pmd
+
+    was = pmd.is_registered()
+    (pmd.register if registered else pmd.unregister)()
+    try:
+        provided, selected = assign_step_methods(model, None, methods=STEP_METHODS)
+        return instantiate_steppers(model, provided, selected,
+                                    initial_point={**model.initial_point(), **start})
+    finally:
+        (pmd.register if was else pmd.unregister)()
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def log_messages(name: str) -> Iterator[list[str]]:
+    """The messages logged to the logger ``name`` (INFO and above) while the block runs,
+    e.g. PyMC's step assignment (``"pymc.sampling.mcmc"``) or what ``register()``'s
+    automatic step chose (``"pymc.pymc_discrete"``)."""
+    logger = logging.getLogger(name)
+    handler, level = _Messages(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def step_name(step) -> str:
+    """The class of a step, with its proposal where it has a choice of them and its
+    steps per draw when more than one (``" + "`` between the parts of a compound step)."""
+    from pymc.step_methods.compound import CompoundStep
+
+    import pymc_discrete as pmd
+
+    if isinstance(step, CompoundStep):
+        return " + ".join(step_name(s) for s in step.methods)
+    name = type(step).__name__
+    if isinstance(step, pm.CategoricalGibbsMetropolis):
+        name += " (proportional)" if _proportional(step) else " (uniform)"
+    elif isinstance(step, pmd.BlockedGibbs):
+        name += f" ({step.n_colours} colours)"
+    elif isinstance(step, pmd.ALBP | pmd.PAS):
+        name += f" ({step.proposal}" + (", compiled loop)" if step.compiled_loop is True
+                                         else ")")
+    if isinstance(step, pmd.ALBP | pmd.PAS | pmd.BlockedGibbs) and step.draw_steps > 1:
+        name += f", {step.draw_steps} steps per draw"
+    return name
+
+
+# --------------------------------------------------------------------------------------
+# NumPyro's DiscreteHMCGibbs (a benchmark-only dependency: pip install -e .[bench])
+# --------------------------------------------------------------------------------------
+
+
+def numpyro_available() -> bool:
+    """Whether NumPyro and JAX can be imported (``make test`` does not install them: the
+    scripts then leave NumPyro's rows out and say so)."""
+    try:
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def numpyro_versions() -> str:
+    """``"; NumPyro x, JAX y (CPU)"`` for a machine line, "" without NumPyro."""
+    if not numpyro_available():
+        return "; NumPyro not installed"
+    import jax
+    import numpyro
+
+    return f"; NumPyro {numpyro.__version__}, JAX {jax.__version__} (CPU)"
+
+
+def _jax_compilation_cache() -> None:
+    """Keep JAX's compiled programs on disk (a temporary directory), every one of them:
+    only caching changes, not the programs."""
+    import tempfile
+
+    import jax
+
+    options = {"jax_compilation_cache_dir": str(Path(tempfile.gettempdir())
+                                                / "pymc-discrete-jax-cache"),
+               "jax_persistent_cache_min_compile_time_secs": 0.0,
+               "jax_persistent_cache_min_entry_size_bytes": 0}
+    for name, value in options.items():
+        try:
+            jax.config.update(name, value)
+        except (AttributeError, KeyError, ValueError):  # an older JAX without the option
+            pass
+
+
+def release_compiled_jax() -> None:
+    """Drop JAX's compiled executables: a long run of many NumPyro models otherwise
+    exhausts the memory XLA's CPU compiler reserves for code ("LLVM ERROR: Unable to
+    allocate section memory", which aborts the process)."""
+    import gc
+
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    gc.collect()
+
+
+class NumPyroRun(NamedTuple):
+    """A timed run of ``DiscreteHMCGibbs`` (:func:`run_discrete_hmc_gibbs`)."""
+
+    #: every site's draws, (chain, draw, *shape)
+    samples: dict[str, np.ndarray]
+    #: the run's wall time less NumPyro's fixed per-chain cost (NaN when the difference
+    #: is within the noise of that cost)
+    seconds: float
+    wall: float
+    overhead: float
+    #: NUTS leapfrog steps of every iteration, (chain, draw)
+    steps: np.ndarray
+
+    @property
+    def note(self) -> str:
+        """How the time was taken, for a section's notes."""
+        text = (f"wall {self.wall:.1f} s, less {self.overhead:.1f} s of per-chain "
+                "initialisation, tracing and loading of the compiled kernel (the same "
+                "chains of one iteration each)")
+        if not np.isfinite(self.seconds):
+            text += "; sampling too short to separate from that fixed cost: no time"
+        return text
+
+
+def run_discrete_hmc_gibbs(sampler_model: Callable, draws: int, warmup: int, chains: int,
+                           *, init: Callable[[int], dict] | None = None,
+                           key: int = 0) -> NumPyroRun:
+    """``DiscreteHMCGibbs(NUTS(sampler_model))``, ``chains`` chains one after the other,
+    JAX at its default precision (float32), timed like PyMC's runs: warm.
+
+    ``MCMC.run`` initialises, traces and compiles the kernel again for every chain
+    (seconds each, whatever the number of iterations). A persistent compilation cache
+    turns those compilations into loads once a first run (one chain of the measured
+    length) has filled it; what remains of that fixed cost, the same chains of one
+    iteration each (best of 3), is taken off the measured run's wall time.
+
+    Parameters
+    ----------
+    sampler_model : callable
+        The NumPyro model.
+    draws, warmup, chains : int
+        Per chain.
+    init : callable, optional
+        ``n_chains -> init_params`` (arrays with a leading chain axis when there is more
+        than one chain); default: NumPyro's own initialisation.
+    key : int
+        Seed of the measured run (the others use the next ones).
+    """
+    import jax
+    from numpyro.infer import MCMC, NUTS, DiscreteHMCGibbs
+
+    extra = ("hmc_state.num_steps",)
+
+    def timed(n_tune: int, n_draws: int, n_chains: int, seed: int) -> tuple[MCMC, float]:
+        mcmc = MCMC(DiscreteHMCGibbs(NUTS(sampler_model)), num_warmup=n_tune,
+                    num_samples=n_draws, num_chains=n_chains, chain_method="sequential",
+                    progress_bar=False)
+        began = time.perf_counter()
+        mcmc.run(jax.random.PRNGKey(seed), init_params=None if init is None else init(n_chains),
+                 extra_fields=extra)
+        jax.block_until_ready(mcmc.get_samples())
+        return mcmc, time.perf_counter() - began
+
+    _jax_compilation_cache()
+    timed(warmup, draws, 1, key + 1)
+    overhead = min(timed(1, 1, chains, key + 2 + i)[1] for i in range(3))
+    mcmc, wall = timed(warmup, draws, chains, key)
+    seconds = wall - overhead
+    if seconds <= 0.05 * wall:  # within the noise of the fixed cost: no timing
+        seconds = float("nan")
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    steps = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["hmc_state.num_steps"])
+    return NumPyroRun(samples, seconds, wall, overhead, steps)
+
+
+def numpyro_measurement(run: NumPyroRun, model: pm.Model, n_values: int, warmup: int,
+                        var: str = "x", label: str = "NumPyro DiscreteHMCGibbs") -> Measurement:
+    """A :class:`Measurement` of a NumPyro run's draws of ``var`` (``n_values`` values a
+    site), measured like PyMC's: ``model`` is the PyMC version, for the log density of
+    the draws. A Gibbs sweep costs N (K - 1) log density evaluations."""
+    x = run.samples[var].astype(np.int64)
+    n_sites = int(np.prod(x.shape[2:]))
+    return draws_measurement(label, x, logp_trace(model, x, var), run.seconds, warmup,
+                             evals_per_draw=float(n_sites * (n_values - 1)))
 
 
 # --------------------------------------------------------------------------------------
@@ -529,28 +989,6 @@ def ratio_over_seeds(ours: list[SeedOutcome], base: list[SeedOutcome]) -> str:
     return f"{cell}, {len(ratios)}/{len(ours)} seeds; " + "; ".join(r for r in reasons if r)
 
 
-def machine_description() -> str:
-    """One line naming the machine the numbers came from."""
-    import os
-
-    import numba
-    import pytensor
-
-    line = (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
-            f"Python {platform.python_version()}, PyMC {pm.__version__}, "
-            f"PyTensor {pytensor.__version__}, numba {numba.__version__}")
-    jobs = int(os.environ.get(CONCURRENT_JOBS, "1"))
-    if jobs > 1:
-        line += (f"; run next to {jobs - 1} other benchmark process(es) (one core each: "
-                 "`run_all.py --jobs`)")
-    return line
-
-
-#: environment variable run_all.py sets to the number of benchmark processes running at once
-CONCURRENT_JOBS = "PYMC_DISCRETE_BENCH_JOBS"
-
-
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = """# Benchmark results
 
 Every section below is written by one script of `benchmarks/` (named in the section; run
@@ -559,7 +997,7 @@ command and the machine that produced its numbers. `make bench` reruns them all.
 """
 
 
-def write_section(name: str, body: str, path: Path = RESULTS) -> None:
+def write_section(name: str, body: str, path: Path | None = None) -> None:
     """Replace (or append) the section ``name`` of RESULTS.md, leaving the others alone.
 
     Parameters
@@ -568,11 +1006,12 @@ def write_section(name: str, body: str, path: Path = RESULTS) -> None:
         Section key (one per benchmark script).
     body : str
         Markdown of the section, starting with its heading.
-    path : Path
-        The results file.
+    path : Path, optional
+        The results file; default :func:`results_path`.
     """
     import fcntl
 
+    path = results_path() if path is None else path
     begin, end = f"<!-- begin:{name} -->", f"<!-- end:{name} -->"
     with open(path.with_suffix(".lock"), "w") as lock:  # scripts may run side by side
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -1,10 +1,12 @@
 """Run benchmark scripts in one process, or in ``--jobs`` processes side by side.
 
-``python -m benchmarks.run_all [--quick] [--jobs=J] [name ...]``: each script's ``main``
-(all of them by default), printing how long each took; imports and compiled functions
-load once per process. Each script rewrites its own section of ``benchmarks/RESULTS.md``
-and its plots. With J > 1 the scripts are shared among J processes (one core each on a
-machine of J cores), and every section says so in its machine line.
+``python -m benchmarks.run_all [--quick | --smoke] [--jobs=J] [name ...]``: each script's
+``main`` (all of them by default), printing how long each took; imports and compiled
+functions load once per process. Each script rewrites its own sections of
+``benchmarks/RESULTS.md`` and its plots (or of the folder named by
+``PYMC_DISCRETE_BENCH_OUT``: ``benchmarks.harness.output_dir``). With J > 1 the scripts
+are shared among J processes (one core each on a machine of J cores), and every section
+says so in its machine line.
 """
 
 from __future__ import annotations
@@ -15,26 +17,28 @@ import os
 import sys
 import time
 
-from benchmarks.harness import CONCURRENT_JOBS
+from benchmarks.harness import CONCURRENT_JOBS, size_name
 
 #: every script, the longest first (so that --jobs packs them well)
 SCRIPTS = ("run_applied", "run_numpyro", "run_path", "run_models", "run_exact", "run_core",
-           "run_paper", "run_blocked", "run_samcmc", "run_categorical", "run_mixture",
-           "run_scaling", "run_stages", "run_scale_mixture")
+           "run_paper", "run_blocked", "run_samcmc", "run_scaling", "run_scale_mixture")
 
 
-def run_script(name: str, quick: bool) -> float:
-    """Run one script's ``main``; return its duration in seconds."""
-    print(f"== {name}{' --quick' if quick else ''}", flush=True)
+def run_script(name: str, size: str = "full") -> float:
+    """Run one script's ``main`` at ``size`` ("full", "quick" or "smoke"); return its
+    duration in seconds."""
+    flag = "" if size == "full" else f" --{size}"
+    print(f"== {name}{flag}", flush=True)
     start = time.perf_counter()
-    importlib.import_module(f"benchmarks.{name}").main(quick=quick)
+    importlib.import_module(f"benchmarks.{name}").main(quick=size == "quick",
+                                                       smoke=size == "smoke")
     seconds = time.perf_counter() - start
     print(f"== {name} took {seconds:.0f} s", flush=True)
     return seconds
 
 
 def main(argv: list[str]) -> None:
-    quick = "--quick" in argv
+    size = size_name(quick="--quick" in argv, smoke="--smoke" in argv)
     jobs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--jobs=")), 1)
     names = [a for a in argv if not a.startswith("--")] or list(SCRIPTS)
     unknown = sorted(set(names) - set(SCRIPTS))
@@ -45,9 +49,9 @@ def main(argv: list[str]) -> None:
         os.environ[CONCURRENT_JOBS] = str(jobs)
         # workers are reused: each imports PyMC and loads the compiled kernels once
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            durations = pool.starmap(run_script, [(n, quick) for n in names], chunksize=1)
+            durations = pool.starmap(run_script, [(n, size) for n in names], chunksize=1)
     else:
-        durations = [run_script(name, quick) for name in names]
+        durations = [run_script(name, size) for name in names]
     summary = ", ".join(f"{n} {d:.0f} s" for n, d in zip(names, durations))
     print(f"== all took {time.perf_counter() - began:.0f} s ({summary})", flush=True)
 

@@ -1,4 +1,4 @@
-"""Applied benchmark: real model families with discrete unknowns (project issue 18, item 6).
+"""Applied benchmark: real model families with discrete unknowns.
 
 For each model of ``benchmarks/applied_models.py`` (a Gaussian mixture on iris, site
 occupancy, capture-recapture with data augmentation, a change point, Bayesian variable
@@ -10,15 +10,15 @@ of the table, not the end of the run:
 2. **pymc-discrete default**: ``pmd.register()``, then plain ``pm.sample()``;
 3. **pymc-discrete BlockedGibbs**: ``pm.sample(step=applied.best_steps(model))``, the
    rest assigned by PyMC (NUTS): data augmentation, the discrete block swept by exact
-   conditional draws between NUTS steps on the continuous variables (what ``register()``
-   chose before it summed such blocks out; where it sums them out, its choice is the
-   package's best option, so this row is the alternative);
+   conditional draws between NUTS steps on the continuous variables (where ``register()``
+   sums such blocks out, the alternative to its choice);
 4. **marginalised NUTS**: the model with its discrete variables summed out,
    ``pm.sample(init="adapt_diag")`` (NUTS alone, started where the other runs start the
    continuous variables: see below), run with 4x the draws: it is also the
    **reference** of the agreement column;
 5. **NumPyro DiscreteHMCGibbs** (Gibbs sweeps of the discrete sites and a NUTS step per
-   iteration), where it expresses the model and NumPyro is installed.
+   iteration), where it expresses the model and NumPyro is installed (a row saying so
+   where it is not).
 
 Every variant runs once per seed (``--seeds``, default 1 2 3: the variants of one seed
 one after the other, then the next seed). Every run: 4 chains one after the other
@@ -29,9 +29,10 @@ continuous ones at the model's initial point (PyMC
 does not jitter the start of a compound-step run; the NUTS-only reference is told not to
 either). Timing follows DESIGN.md section 6: a short one-chain run of the same call comes
 first (it loads the compiled functions), and the time is PyMC's ``sampling_time`` of the
-second call (step construction and compilation excluded). NumPyro compiles its kernel
-for every chain: with a persistent compilation cache filled by a first run, the fixed
-cost that remains is measured on chains of one iteration and subtracted.
+second call (step construction and compilation excluded). NumPyro is timed warm too
+(``harness.run_discrete_hmc_gibbs``: with a persistent compilation cache filled by a
+first run, the fixed cost of its chains is measured on chains of one iteration and
+subtracted).
 "ESS/s" divides by the share of that time spent on the post-tuning draws
 (``harness.split_time``), so that the reference's longer run is comparable.
 
@@ -56,18 +57,18 @@ run, seed by seed, follows, and a summary over the models for ``register()`` ope
 section.
 
 Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: few
-draws, for smoke tests, still every seed; ``--seeds 1 2 3 2024``; ``--models
-occupancy,change_point``: a subset; ``--draws``, ``--tune``, ``--ref-draws``,
-``--no-numpyro``). Writes the section ``applied`` of ``benchmarks/RESULTS.md`` when every
-model ran over at least 3 seeds (or with ``--write``; never with ``--no-write`` or fewer
-than 3 seeds).
+draws, still every seed; ``--smoke``: two models, one seed, two chains of a few draws,
+for the tests; ``--seeds 1 2 3 2024``; ``--models occupancy,change_point``: a subset;
+``--draws``, ``--tune``, ``--ref-draws``, ``--no-numpyro``). Writes the section
+``applied`` of ``benchmarks/RESULTS.md`` when every model ran over at least 3 seeds (or
+with ``--write``; never with ``--no-write`` or fewer than 3 seeds, except ``--smoke``).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
+import re
 import sys
 import time
 import traceback
@@ -83,9 +84,20 @@ import pymc_discrete as pmd
 from benchmarks.applied_models import BUILDERS, AppliedModel
 from benchmarks.harness import (
     SeedOutcome,
+    cell,
     counted_ratios,
-    machine_description,
+    deviation,
+    log_messages,
+    markdown_table,
+    max_rhat,
+    mean_mcse,
+    numpyro_available,
+    numpyro_versions,
+    provenance,
     ratio_over_seeds,
+    release_compiled_jax,
+    results_path,
+    run_discrete_hmc_gibbs,
     split_time,
     spread_over_seeds,
     write_section,
@@ -97,7 +109,7 @@ PMD_BEST = "pymc-discrete BlockedGibbs"
 MARGINAL = "marginalised NUTS (reference)"
 NUMPYRO = "NumPyro DiscreteHMCGibbs"
 
-#: the bars of issue 18 for the package's default use
+#: the bars of the package's default use
 MAX_DEVIATION, MAX_RHAT, VS_PYMC, VS_MARGINAL = 4.0, 1.01, 2.0, 1.0 / 3.0
 
 
@@ -177,19 +189,6 @@ def describe_steps(model: pm.Model, step) -> str:
     return "; ".join(parts)
 
 
-class _Choices(logging.Handler):
-    """Collects what ``pmd.register()``'s automatic step logs about its choice."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.chosen: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if message.startswith("pymc_discrete chose "):
-            self.chosen.append(message.split()[2].rstrip(":"))
-
-
 def _sample_timed(model: pm.Model, make_step: Callable[[pm.Model], object] | None,
                   draws: int, tune: int, chains: int, seed: int,
                   initvals: list[dict] | None) -> tuple[object, float, str]:
@@ -207,25 +206,19 @@ def _sample_timed(model: pm.Model, make_step: Callable[[pm.Model], object] | Non
     # units below the main one, which the discrete runs never visit)
     common = dict(cores=1, progressbar=False, compute_convergence_checks=False,
                   init="adapt_diag")
-    choices = _Choices()
-    logger = logging.getLogger("pymc.pymc_discrete")
-    logger.addHandler(choices)
-    level, logger.level = logger.level, logging.INFO
-    try:
-        with model:
-            step = make_step(model) if make_step is not None else None
-            steps = describe_steps(model, step)
-            pm.sample(step=step, draws=warm, tune=warm, chains=1, random_seed=seed + 1,
-                      initvals=None if initvals is None else initvals[:1], **common)
-            began = time.perf_counter()
-            idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
-                              random_seed=seed, initvals=initvals, **common)
-            wall = time.perf_counter() - began
-    finally:
-        logger.removeHandler(choices)
-        logger.setLevel(level)
-    if choices.chosen:  # register()'s AutoStep builds the step it recommends
-        steps = steps.replace("AutoStep", f"AutoStep -> {choices.chosen[-1]}")
+    # what register()'s AutoStep logs about the step it builds: "pymc_discrete chose X ..."
+    with model, log_messages("pymc.pymc_discrete") as messages:
+        step = make_step(model) if make_step is not None else None
+        steps = describe_steps(model, step)
+        pm.sample(step=step, draws=warm, tune=warm, chains=1, random_seed=seed + 1,
+                  initvals=None if initvals is None else initvals[:1], **common)
+        began = time.perf_counter()
+        idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains,
+                          random_seed=seed, initvals=initvals, **common)
+        wall = time.perf_counter() - began
+    chosen = [m.split()[2].rstrip(":") for m in messages if m.startswith("pymc_discrete chose ")]
+    if chosen:
+        steps = steps.replace("AutoStep", f"AutoStep -> {chosen[-1]}")
     seconds = float(idata.sample_stats.attrs.get("sampling_time", wall))
     return idata, seconds, steps
 
@@ -233,8 +226,7 @@ def _sample_timed(model: pm.Model, make_step: Callable[[pm.Model], object] | Non
 def start_seed(seed: int, chains: int) -> int:
     """The seed of ``applied.start`` for the run of ``seed`` (1, 2, ...): chain c starts
     from the values drawn with seed ``chains * (seed - 1) + 1 + c``, so that no two seeds
-    share a start (``applied.start(chains, s)`` seeds chain c with s + c) and seed 1 keeps
-    the starts of the earlier single-seed runs."""
+    share a start (``applied.start(chains, s)`` seeds chain c with s + c)."""
     if seed < 1:
         raise ValueError(f"seeds are 1, 2, ...: got {seed}")
     return chains * (seed - 1) + 1
@@ -309,58 +301,32 @@ def run_numpyro(applied: AppliedModel, *, draws: int, tune: int, chains: int,
     if applied.numpyro_model is None:
         run.error = "not expressible in DiscreteHMCGibbs"
         return run
-    try:
-        import jax
-        from numpyro.infer import MCMC, NUTS, DiscreteHMCGibbs
-    except ImportError:
+    if not numpyro_available():
         run.error = "unavailable: NumPyro is not installed (pip install -e .[bench])"
         return run
-    def timed(n_tune: int, n_draws: int, n_chains: int, key: int) -> tuple[MCMC, float]:
+
+    def init(n_chains: int) -> dict:
         # the same valid discrete start as the PyMC runs (NumPyro's own draws z from the
         # prior, which has no density at an occupied site marked empty)
         starts = [applied.numpyro_start(s) if applied.numpyro_start else s
                   for s in applied.start(n_chains, start_seed(seed, chains))]
-        init = {k: np.stack([s[k] for s in starts]) for k in starts[0]}
-        if n_chains == 1:
-            init = {k: v[0] for k, v in init.items()}
-        mcmc = MCMC(DiscreteHMCGibbs(NUTS(applied.numpyro_model())), num_warmup=n_tune,
-                    num_samples=n_draws, num_chains=n_chains, chain_method="sequential",
-                    progress_bar=False)
-        began = time.perf_counter()
-        mcmc.run(jax.random.PRNGKey(key), init_params=init)
-        jax.block_until_ready(mcmc.get_samples())
-        return mcmc, time.perf_counter() - began
+        params = {k: np.stack([s[k] for s in starts]) for k in starts[0]}
+        return {k: v[0] for k, v in params.items()} if n_chains == 1 else params
 
     mismatch = numpyro_density_mismatch(applied, seed)
     if mismatch is not None:
         run.error = mismatch
         return run
     try:
-        # MCMC.run initialises, traces and compiles the kernel again for every chain
-        # (NumPyro 0.22: 3-20 s a chain on these models, whatever the number of
-        # iterations). A persistent compilation cache turns those compilations into
-        # loads once a first run has filled it (one chain of the measured length, and
-        # the one-iteration runs); what remains of that fixed cost (initialisation,
-        # tracing, loading: the same chains of one iteration each) is taken off the
-        # measured run
-        _jax_compilation_cache()
-        timed(tune, draws, 1, seed + 1)
-        overhead = min(timed(1, 1, chains, seed + 2 + i)[1] for i in range(3))
-        mcmc, wall = timed(tune, draws, chains, seed)
-        samples = mcmc.get_samples(group_by_chain=True)
-        run.seconds = wall - overhead
-        run.notes.append(f"wall {wall:.1f} s, less {overhead:.1f} s of initialisation, "
-                         f"tracing and loading of the compiled kernel in its {chains} chains "
-                         "(the same chains of one iteration each)")
-        if run.seconds <= 0.05 * wall:  # within the noise of the fixed cost: no timing
-            run.seconds = float("nan")
-            run.notes.append("sampling too short to separate from that fixed cost: "
-                             "no time (use more draws)")
+        timed = run_discrete_hmc_gibbs(applied.numpyro_model(), draws, tune, chains,
+                                       init=init, key=seed)
     except Exception as exc:  # noqa: BLE001
         run.error = _explain(exc)
         traceback.print_exc(file=sys.stderr)
         return run
-    samples = {k: np.asarray(v) for k, v in samples.items()}
+    run.seconds = timed.seconds
+    run.notes.append(timed.note)
+    samples = timed.samples
     run.continuous = {v: samples[v] for v in applied.continuous}
     run.summaries = {k: fn(samples) for k, fn in applied.summaries.items()}
     print(f"    {run.seconds:.1f} s", flush=True)
@@ -397,25 +363,6 @@ def numpyro_density_mismatch(applied: AppliedModel, seed: int) -> str | None:
     return f"failed: NumPyro's log density {ours!r} differs from PyMC's {theirs!r}"
 
 
-def _jax_compilation_cache() -> None:
-    """Keep JAX's compiled programs on disk (a temporary directory), every one of them:
-    only caching changes, not the programs."""
-    import tempfile
-    from pathlib import Path
-
-    import jax
-
-    options = {"jax_compilation_cache_dir": str(Path(tempfile.gettempdir())
-                                                / "pymc-discrete-jax-cache"),
-               "jax_persistent_cache_min_compile_time_secs": 0.0,
-               "jax_persistent_cache_min_entry_size_bytes": 0}
-    for name, value in options.items():
-        try:
-            jax.config.update(name, value)
-        except (AttributeError, KeyError, ValueError):  # an older JAX without the option
-            pass
-
-
 def run_model(applied: AppliedModel, *, draws: int, tune: int, ref_draws: int,
               chains: int, seed: int, numpyro: bool) -> list[Run]:
     """Every variant on one model; the reference (marginalised NUTS) first."""
@@ -436,43 +383,6 @@ def run_model(applied: AppliedModel, *, draws: int, tune: int, ref_draws: int,
 # --------------------------------------------------------------------------------------
 
 
-def _mean_mcse(a: np.ndarray) -> tuple[float, float]:
-    """Posterior mean of a (chain, draw) array and its Monte Carlo standard error."""
-    return float(a.mean()), float(np.asarray(az.mcse(a, method="mean")))
-
-
-def _max_rhat(arrays: dict[str, np.ndarray]) -> float:
-    """Largest rank-normalised split r-hat; constant arrays (r-hat undefined) count as 1
-    when every chain holds the same value."""
-    worst = float("nan")
-    for a in arrays.values():
-        if np.ptp(a) == 0:
-            value = 1.0
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                value = float(np.asarray(az.rhat(a)))
-        worst = value if not np.isfinite(worst) or value > worst else worst
-    return worst
-
-
-def _deviation(ours: dict[str, np.ndarray],
-               theirs: dict[str, tuple[float, float]]) -> tuple[float, str]:
-    """Largest ``|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over the keys of
-    ``theirs`` (name -> (mean, MCSE); MCSE 0 for an exact mean), and where."""
-    worst, at = 0.0, ""
-    for k, (m_ref, se_ref) in theirs.items():
-        m, se = _mean_mcse(ours[k])
-        # a summary that is (nearly) constant in the posterior, e.g. a cluster size of
-        # exactly 50 in every draw, has an MCSE of ~0 and the Rao-Blackwellised
-        # reference differs from it by the tiny probabilities a finite sample never
-        # realises: floor the scale at 1e-4 of the value
-        scale = max(np.hypot(se, se_ref), 1e-4 * max(1.0, abs(m_ref)))
-        z = abs(m - m_ref) / scale
-        if z >= worst:
-            worst, at = z, k
-    return worst, at
-
-
 def measure(run: Run, reference: Run | None,
             exact: dict[str, float] | None = None,
             headline: list[str] | None = None) -> Row:
@@ -490,17 +400,17 @@ def measure(run: Run, reference: Run | None,
     row.ess_min = ess[row.ess_min_at]
     _, post_tuning = split_time(run.seconds, run.chains, run.draws, run.tune)
     row.ess_per_s = row.ess_min / post_tuning
-    row.rhat_continuous = _max_rhat(elements)
-    row.rhat_summaries = _max_rhat(run.summaries)
+    row.rhat_continuous = max_rhat(elements)
+    row.rhat_summaries = max_rhat(run.summaries)
     row.means = {k: float(a.mean()) for k, a in run.summaries.items()}
     ours = {**elements, **run.summaries}
     if exact is not None:
-        row.deviation, row.deviation_at = _deviation(
+        row.deviation, row.deviation_at = deviation(
             ours, {k: (v, 0.0) for k, v in exact.items()})
     elif reference is not None and reference.error is None and reference is not run:
         theirs = {**_elements(reference.continuous), **reference.summaries}
-        row.deviation, row.deviation_at = _deviation(
-            ours, {k: _mean_mcse(a) for k, a in theirs.items()})
+        row.deviation, row.deviation_at = deviation(
+            ours, {k: mean_mcse(a) for k, a in theirs.items()})
     summary_ess = {}
     for k in headline if headline is not None else list(run.summaries):
         a = run.summaries[k]
@@ -548,13 +458,9 @@ def convergence_problem(row: Row) -> str | None:
 # --------------------------------------------------------------------------------------
 
 
-def _cell(value: float, fmt: str) -> str:
-    return "-" if value is None or not np.isfinite(value) else format(value, fmt)
-
-
 def _rhat_cell(value: float) -> str:
     """r-hat to 3 decimals; a chain stuck at its start gives absurd values: "> 10"."""
-    return _cell(value, ".3f") if not value > 10 else "> 10"
+    return cell(value, ".3f") if not value > 10 else "> 10"
 
 
 def measure_seed(applied: AppliedModel, runs: list[Run],
@@ -627,21 +533,19 @@ def seeds_table(result: ModelResult) -> str:
     applied, seeds, exact = result.applied, result.seeds, result.exact is not None
     pymc, ref = result.of(PYMC_DEFAULT), result.of(MARGINAL)
     label = _summary_label(applied)
-    head = ("| variant | steps | converged (seeds) | seconds | min ESS/s (continuous) "
-            f"| min ESS/s ({label}) | vs PyMC default: min ESS/s (continuous) "
-            f"| vs PyMC default: ESS/s ({label}) | vs marginalised: min ESS/s (continuous) "
-            "| worst r-hat (continuous / summaries) | "
-            + " | ".join(f"mean {h}" for h in applied.headline)
-            + " | worst dev. / MCSE | accept |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    header = ["variant", "steps", "converged (seeds)", "seconds", "min ESS/s (continuous)",
+              f"min ESS/s ({label})", "vs PyMC default: min ESS/s (continuous)",
+              f"vs PyMC default: ESS/s ({label})", "vs marginalised: min ESS/s (continuous)",
+              "worst r-hat (continuous / summaries)",
+              *(f"mean {h}" for h in applied.headline), "worst dev. / MCSE", "accept"]
+    lines = []
     for variant in result.variants:
         rows = result.of(variant)
         done = [r for r in rows if r.run.error is None]
         converged = _converged_cell(rows, seeds)
         if not done:
-            blanks = " | ".join("-" for _ in range(9 + len(applied.headline)))
-            lines.append(f"| {variant} | {_unique([r.run.error for r in rows])} "
-                         f"| {converged} | {blanks} |")
+            lines.append([variant, _unique([r.run.error for r in rows]), converged,
+                          *["-"] * (len(header) - 3)])
             continue
         continuous, summary = _outcomes(rows, "ess_per_s"), _outcomes(rows, "ess_summary_per_s")
         vs_pymc = ("baseline" if variant == PYMC_DEFAULT
@@ -654,51 +558,50 @@ def seeds_table(result: ModelResult) -> str:
         summary_cell = spread_over_seeds([r.ess_summary_per_s for r in rows])
         if variant == MARGINAL and summary_cell != "-":
             summary_cell += " (Rao-Blackwellised)"
-        means = " | ".join(spread_over_seeds([r.means.get(h, float("nan")) for r in done],
-                                             ".2f") for h in applied.headline)
+        means = [spread_over_seeds([r.means.get(h, float("nan")) for r in done], ".2f")
+                 for h in applied.headline]
         if variant == MARGINAL and not exact:
-            deviation = "ref"
+            dev = "ref"
         else:
             worst = max(done, key=lambda r: r.deviation if np.isfinite(r.deviation) else -1)
-            deviation = f"{_cell(worst.deviation, '.1f')} ({worst.deviation_at})"
+            dev = f"{cell(worst.deviation, '.1f')} ({worst.deviation_at})"
         accept = [r.run.accept for r in done if np.isfinite(r.run.accept)]
-        lines.append(
-            f"| {variant} | {_unique([r.run.steps for r in done])} | {converged} "
-            f"| {spread_over_seeds([r.run.seconds for r in rows])} "
-            f"| {spread_over_seeds([r.ess_per_s for r in rows])} | {summary_cell} "
-            f"| {vs_pymc} | {vs_pymc_summary} | {vs_ref} "
-            f"| {_rhat_cell(_worst([r.rhat_continuous for r in done]))} / "
-            f"{_rhat_cell(_worst([r.rhat_summaries for r in done]))} "
-            f"| {means} | {deviation} | {_cell(np.median(accept) if accept else None, '.2f')} |")
-    return "\n".join(lines)
+        lines.append([
+            variant, _unique([r.run.steps for r in done]), converged,
+            spread_over_seeds([r.run.seconds for r in rows]),
+            spread_over_seeds([r.ess_per_s for r in rows]), summary_cell, vs_pymc,
+            vs_pymc_summary, vs_ref,
+            f"{_rhat_cell(_worst([r.rhat_continuous for r in done]))} / "
+            f"{_rhat_cell(_worst([r.rhat_summaries for r in done]))}",
+            *means, dev, cell(np.median(accept) if accept else None, ".2f")])
+    return markdown_table(header, lines)
 
 
 def per_seed_table(result: ModelResult) -> str:
     """Every run of one model, seed by seed: what the medians are taken over."""
     label = _summary_label(result.applied)
-    head = ("| variant | seed | seconds | min ESS (continuous) | min ESS/s "
-            f"| min ESS ({label}) | ESS/s ({label}) | max r-hat (continuous / summaries) "
-            "| max dev. / MCSE | converged |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    header = ["variant", "seed", "seconds", "min ESS (continuous)", "min ESS/s",
+              f"min ESS ({label})", f"ESS/s ({label})", "max r-hat (continuous / summaries)",
+              "max dev. / MCSE", "converged"]
+    lines = []
     for variant in result.variants:
         for seed, r in zip(result.seeds, result.of(variant)):
             if r.run.error is not None:
-                lines.append(f"| {variant} | {seed} | {r.run.error} | - | - | - | - | - | - "
-                             "| no |")
+                lines.append([variant, seed, r.run.error, *["-"] * 6, "no"])
                 continue
-            deviation = ("ref" if variant == MARGINAL and result.exact is None
-                         else f"{_cell(r.deviation, '.1f')} ({r.deviation_at})")
-            lines.append(
-                f"| {variant} | {seed} | {_cell(r.run.seconds, '.1f')} "
-                f"| {_cell(r.ess_min, '.0f')} ({r.ess_min_at}) | {_cell(r.ess_per_s, '.1f')} "
-                f"| {_cell(r.ess_summary, '.0f')} | {_cell(r.ess_summary_per_s, '.1f')} "
-                f"| {_rhat_cell(r.rhat_continuous)} / {_rhat_cell(r.rhat_summaries)} "
-                f"| {deviation} | {'yes' if r.problem is None else 'no: ' + r.problem} |")
-    return "\n".join(lines)
+            dev = ("ref" if variant == MARGINAL and result.exact is None
+                   else f"{cell(r.deviation, '.1f')} ({r.deviation_at})")
+            lines.append([
+                variant, seed, cell(r.run.seconds, ".1f"),
+                f"{cell(r.ess_min, '.0f')} ({r.ess_min_at})", cell(r.ess_per_s, ".1f"),
+                cell(r.ess_summary, ".0f"), cell(r.ess_summary_per_s, ".1f"),
+                f"{_rhat_cell(r.rhat_continuous)} / {_rhat_cell(r.rhat_summaries)}", dev,
+                "yes" if r.problem is None else "no: " + r.problem])
+    return markdown_table(header, lines)
 
 
 def bars_over_seeds(result: ModelResult) -> str:
-    """Issue 18's bars for the package's default use, over the seeds: agreement and
+    """The bars for the package's default use, over the seeds: agreement and
     r-hat in every seed; the speed bars on the median ratio over the seeds where both
     runs converged (not measurable where none did)."""
     ours = result.of(PMD_DEFAULT)
@@ -763,8 +666,6 @@ def model_section(result: ModelResult) -> str:
 
 def _chose(steps: str) -> str:
     """What ``register()``'s automatic step chose, from the step description."""
-    import re
-
     found = re.search(r"AutoStep -> (\w+)", steps)
     if found is None:
         return steps
@@ -775,13 +676,13 @@ def summary_table(results: list[ModelResult]) -> str:
     """One line a model: ``register()`` and a plain ``pm.sample()`` against PyMC's default
     and the summed-out model, NumPyro against PyMC's default; medians over the seeds
     (min-max), counted only where both runs converged."""
-    head = ("| model | register() chose | discrete summary "
-            "| vs PyMC default: min ESS/s (continuous) | vs PyMC default: ESS/s (summary) "
-            "| vs marginalised NUTS: min ESS/s (continuous) "
-            "| NumPyro vs PyMC default: min ESS/s (continuous) "
-            "| converged seeds: register() / PyMC default / reference "
-            "| worst r-hat, register() | worst dev. / MCSE, register() |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    header = ["model", "register() chose", "discrete summary",
+              "vs PyMC default: min ESS/s (continuous)", "vs PyMC default: ESS/s (summary)",
+              "vs marginalised NUTS: min ESS/s (continuous)",
+              "NumPyro vs PyMC default: min ESS/s (continuous)",
+              "converged seeds: register() / PyMC default / reference",
+              "worst r-hat, register()", "worst dev. / MCSE, register()"]
+    lines = []
     for result in results:
         ours, pymc, ref = (result.of(v) for v in (PMD_DEFAULT, PYMC_DEFAULT, MARGINAL))
         numpyro = result.of(NUMPYRO)
@@ -798,25 +699,21 @@ def summary_table(results: list[ModelResult]) -> str:
         rhat = _worst([run_rhat(r) for r in done])
         worst = max(done, key=lambda r: r.deviation if np.isfinite(r.deviation) else -1,
                     default=None)
-        deviation = "-" if worst is None else f"{_cell(worst.deviation, '.1f')} " \
-            f"({worst.deviation_at})"
+        dev = "-" if worst is None else f"{cell(worst.deviation, '.1f')} ({worst.deviation_at})"
         numpyro_cell = (ratio(numpyro, pymc) if any(r.run.error is None for r in numpyro)
                         else _unique([r.run.error for r in numpyro]))
-        lines.append(
-            f"| {result.applied.title} | {chose} | {_summary_label(result.applied)} "
-            f"| {ratio(ours, pymc)} | {ratio(ours, pymc, 'ess_summary_per_s')} "
-            f"| {ratio(ours, ref)} | {numpyro_cell} "
-            f"| {count(ours)} / {count(pymc)} / {count(ref)} | {_rhat_cell(rhat)} "
-            f"| {deviation} |")
-    return "\n".join(lines)
+        lines.append([result.applied.title, chose, _summary_label(result.applied),
+                      ratio(ours, pymc), ratio(ours, pymc, "ess_summary_per_s"),
+                      ratio(ours, ref), numpyro_cell,
+                      f"{count(ours)} / {count(pymc)} / {count(ref)}", _rhat_cell(rhat), dev])
+    return markdown_table(header, lines)
 
 
 METHOD = """Each model is sampled five ways: PyMC's default (`pmd.unregister()`, then plain
 `pm.sample()`), the package's default use (`pmd.register()`, then plain `pm.sample()`:
 CollapsedNUTS where the discrete block sums out site by site, the package's best option
 there; PairedFlip with NUTS where a 0/1 indicator switches coefficients), data
-augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest (the default
-before), the model with its discrete variables summed out by hand (NUTS alone; the
+augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest, the model with its discrete variables summed out by hand (NUTS alone; the
 **reference**, run with {ref_factor}x the draws) and NumPyro's `DiscreteHMCGibbs` (a
 Gibbs sweep of the discrete sites and a NUTS step per iteration; float32, NumPyro's
 default). Every variant runs once per seed ({n_seeds} seeds: {seeds}; the variants of one
@@ -855,14 +752,14 @@ its runs converged there: a seed in which the baseline did not is "n/c", never a
 speed-up, and is left out of the median; the cell then says how many seeds counted and
 why the others did not (e.g. "1.0x (0.8-1.3), 3/4 seeds; baseline did not converge in
 1"); the "converged" column says in which seeds each run did not, and the per-seed table
-shows every run. Failed or unsupported variants are rows with their reason. The bars of
-issue 18, checked under each table for the package's default use: within 4 MCSE of the
+shows every run. Failed or unsupported variants are rows with their reason. The bars,
+checked under each table for the package's default use: within 4 MCSE of the
 reference and r-hat at most 1.01 in every seed, and a median min ESS/s (over the seeds
 counted) at least 2x PyMC's default and 1/3 of the reference's."""
 
-QUICK_NOTE = """
-Quick run (`--quick`): too few draws for r-hat and the agreement column to mean much; a
-smoke test of the script, not a result.
+SHORT_NOTE = """
+Short run (`--{size}`): too few draws for r-hat and the agreement column to mean much; a
+test of the script, not a result.
 """
 
 #: fewer seeds than this: the script prints its tables but never writes RESULTS.md
@@ -874,34 +771,29 @@ def _model_key(name: str) -> str:
     return name.strip().lower().replace("_", "").replace("-", "")
 
 
-def _release_compiled_jax() -> None:
-    """Drop JAX's compiled executables (NumPyro's, once a seed is measured): a long run
-    of many models and seeds otherwise exhausts the memory XLA's CPU compiler reserves
-    for code ("LLVM ERROR: Unable to allocate section memory", which aborts the
-    process)."""
-    import gc
-
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        jax.clear_caches()
-    gc.collect()
+#: the models and seeds of ``--smoke`` (the cheapest two)
+SMOKE_MODELS, SMOKE_SEEDS = "change_point,occupancy", [1]
 
 
-def main(argv: list[str] | None = None, quick: bool = False) -> str:
+def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False) -> str:
     """Run the benchmark (see the module docstring); returns the section's markdown.
 
     Parameters
     ----------
     argv : list of str, optional
-        Command-line arguments; default ``["--quick"]`` if ``quick`` else none (the
-        ``main(quick=...)`` convention of ``benchmarks/run_all.py``).
-    quick : bool
+        Command-line arguments; default ``["--smoke"]``, ``["--quick"]`` or none, from
+        ``smoke`` and ``quick`` (the ``main(quick=..., smoke=...)`` convention of
+        ``benchmarks/run_all.py``).
+    quick, smoke : bool
         Used only when ``argv`` is None.
     """
     if argv is None:
-        argv = ["--quick"] if quick else []
+        argv = ["--smoke"] if smoke else ["--quick"] if quick else []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
+    parser.add_argument("--quick", action="store_true", help="few draws")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"models {SMOKE_MODELS}, seeds {SMOKE_SEEDS}, 2 chains of a few "
+                             "draws, RESULTS.md written: for the tests")
     parser.add_argument("--models", default=",".join(BUILDERS),
                         help=f"comma-separated subset of {','.join(BUILDERS)}")
     parser.add_argument("--draws", type=int, default=None)
@@ -918,6 +810,9 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
     parser.add_argument("--no-write", action="store_true",
                         help="print only, even when every model ran")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.models, args.seeds, args.chains, args.write = (SMOKE_MODELS, SMOKE_SEEDS,
+                                                             min(args.chains, 2), True)
     keys = {_model_key(k): k for k in BUILDERS}
     wanted = [n for n in args.models.split(",") if n.strip()]
     unknown = sorted(n for n in wanted if _model_key(n) not in keys)
@@ -927,12 +822,11 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
     seeds = list(dict.fromkeys(args.seeds))
     if min(seeds) < 1:
         parser.error(f"seeds are 1, 2, ...: got {seeds}")
-    draws = args.draws or (100 if args.quick else 1000)
-    tune = args.tune or (100 if args.quick else 1000)
+    draws = args.draws or (20 if args.smoke else 100 if args.quick else 1000)
+    tune = args.tune or (20 if args.smoke else 100 if args.quick else 1000)
     ref_draws = args.ref_draws or 4 * draws
 
     logging.getLogger("pymc").setLevel(logging.ERROR)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     began = time.perf_counter()
     results, sections = [], []
     for name in names:
@@ -952,7 +846,7 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
                 rows = measure_seed(applied, runs, exact)
             result.seeds.append(seed)
             result.rows.append(rows)
-            _release_compiled_jax()
+            release_compiled_jax()
             print(f"\n{name}, seed {seed} ({time.perf_counter() - seed_began:.0f} s):\n\n"
                   f"{per_seed_table(ModelResult(applied, [seed], [rows], exact))}\n",
                   flush=True)
@@ -967,23 +861,16 @@ def main(argv: list[str] | None = None, quick: bool = False) -> str:
           f"{', '.join(map(str, seeds))}, min-max):\n\n{summary}\n", flush=True)
 
     command = "python -m benchmarks.run_applied" + (" " + " ".join(argv) if argv else "")
-    versions = ""
-    try:
-        import jax
-        import numpyro
-
-        versions = f"; NumPyro {numpyro.__version__}, JAX {jax.__version__} (CPU)"
-    except ImportError:
-        pass
+    size = "smoke" if args.smoke else "quick" if args.quick else "full"
     body = f"""## Applied models: mixture, occupancy, capture-recapture, change point, selection
 
-Produced by `{command}` on {stamp} ({seconds:.0f} s).
-Machine: {machine_description()}{versions}.
+{provenance("run_applied", size, minutes=seconds / 60, versions=numpyro_versions(),
+            command=command)}
 
 {METHOD.format(ref_factor=round(ref_draws / draws, 1), chains=args.chains,
                n_seeds=len(seeds), seeds=", ".join(map(str, seeds)), tune=tune,
                draws=draws, ref_draws=ref_draws)}
-{QUICK_NOTE if args.quick else ""}
+{SHORT_NOTE.format(size=size) if size != "full" else ""}
 ### Summary: `register()` and a plain `pm.sample()`
 
 Median over seeds {", ".join(map(str, seeds))} (min-max) of the ratios of ESS per second;
@@ -992,11 +879,11 @@ a seed counts only where both runs converged.
 {summary}
 
 {(chr(10) * 2).join(sections)}"""
-    if len(seeds) < MIN_SEEDS:
+    if len(seeds) < MIN_SEEDS and not args.smoke:
         print(f"{len(seeds)} seed(s): fewer than {MIN_SEEDS}, RESULTS.md not written")
     elif (set(names) == set(BUILDERS) or args.write) and not args.no_write:
         write_section("applied", body)
-        print("wrote the section 'applied' of benchmarks/RESULTS.md")
+        print(f"wrote the section 'applied' of {results_path()}")
     print(f"total {seconds:.0f} s")
     return body
 

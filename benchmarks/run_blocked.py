@@ -1,5 +1,6 @@
-"""Issue 20's bars, measured with the step ``register()`` picks: PyMC's default, the
-package's default, ALBP's best and NumPyro, side by side on three models in one run.
+"""The package's default against PyMC's default, ALBP's best and NumPyro, side by side on
+three lattice models in one run, measured with the step ``register()`` picks, and its
+bars.
 
 Models: the paper's Ising 50x50 (C2), the 30x30 four-state Potts model and the FHMM
 posterior (L = 200, K = 5, C2), built by ``pymc_discrete.example_models`` with the
@@ -13,16 +14,12 @@ used too). On each, four ways to sample it:
    BlockedGibbs, an explicit ``pmd.BlockedGibbs`` row is added);
 3. **ALBP's best** configuration on the model (the numba-compiled loop of 8 sqrt steps
    per draw on the Ising lattice, 4 Barker steps per draw on the Potts one, exact ratios
-   on the FHMM; PAS with the gradient proposal too on the FHMM, the package's best there
-   before BlockedGibbs);
+   on the FHMM), and ALBP's and PAS's defaults against the same steps at one step per
+   draw in Python;
 4. **NumPyro's DiscreteHMCGibbs** on ``run_numpyro``'s NumPyro version of the model,
    started where the PyMC runs start, its log density first checked against PyMC's (the
-   same up to a constant). Timed as the applied benchmark times it: ``MCMC.run`` traces
-   and compiles the kernel again for every chain, so the compiled programs are cached on
-   disk, a first one-chain run fills the cache and the fixed cost that remains (the same
-   chains of one iteration each) is subtracted (``run_numpyro.run_discrete_hmc_gibbs``
-   times a second run, whose chains trace and compile again: on the FHMM that doubled
-   NumPyro's time per iteration).
+   same up to a constant), timed warm (``harness.run_discrete_hmc_gibbs``); left out
+   where NumPyro is not installed.
 
 The two defaults are built by PyMC's own assignment, ``assign_step_methods`` and
 ``instantiate_steppers`` over ``STEP_METHODS``, exactly what ``pm.sample()`` does without
@@ -46,19 +43,15 @@ Summaries: Ising, the magnetisation and the mean product of neighbouring spins; 
 the share of each state and of equal neighbours; FHMM, the share of ones in each of the
 K chains and the share of switches between consecutive times.
 
-Then the cost per draw of register()'s choice on Ising lattices from 20x20 to 200x200
-(2 chains, fewer draws at the big sizes) and the slope of log(ms per draw) against log N.
-
 Writes the section ``blocked`` of ``benchmarks/RESULTS.md``. Run with
-``python -m benchmarks.run_blocked`` (``--quick``: few draws, scaling up to 50x50).
+``python -m benchmarks.run_blocked`` (``--quick``: few draws; ``--smoke``: the Ising model
+alone, small, for the tests). The cost of register()'s step against the lattice size is
+``run_scaling``'s.
 """
 
 from __future__ import annotations
 
-import datetime
-import logging
 import re
-import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -67,24 +60,32 @@ from dataclasses import dataclass
 import arviz as az
 import numpy as np
 import pymc as pm
-from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
-from pymc.step_methods import STEP_METHODS
-from pymc.step_methods.compound import CompoundStep
 
 import pymc_discrete as pmd
 from benchmarks.harness import (
     MAX_ESS_SITES,
     Measurement,
-    _logp_trace,
-    draws_measurement,
-    machine_description,
+    assigned_step,
+    cell,
+    cli,
+    deviation,
+    log_messages,
+    logp_trace,
+    markdown_table,
+    max_rhat,
+    mean_mcse,
     measure_run,
+    numpyro_available,
+    numpyro_measurement,
+    provenance,
+    release_compiled_jax,
+    run_discrete_hmc_gibbs,
+    size_name,
+    step_name,
     write_section,
 )
-from benchmarks.run_applied import _jax_compilation_cache
-from benchmarks.run_numpyro import FHMM, POTTS, numpyro_model
+from benchmarks.run_numpyro import PARAMS, SMALL, numpyro_model, pymc_model
 from pymc_discrete.adaptation.steps_per_draw import LARGE_BLOCK, MAX_STEPS_PER_DRAW
-from pymc_discrete.example_models import fhmm_model, ising_model, potts_model
 
 CHAINS = 4
 NUMPYRO = "NumPyro DiscreteHMCGibbs"
@@ -93,8 +94,6 @@ PMD_DEFAULT = "pymc-discrete default"
 REFERENCE = "reference"
 #: correctness: agreement with the reference (in MCSE), site means' z RMS, r-hat
 MAX_DEVIATION, MAX_SITE_RMS, MAX_RHAT = 4.0, 1.5, 1.05
-#: "cost per draw linear in N": fitted slope of log(ms per draw) against log N at most this
-MAX_SLOPE = 1.1
 
 
 @dataclass(frozen=True)
@@ -106,13 +105,16 @@ class Budget:
     gibbs: int
     mh: int  # M-H steps of ALBP and PAS (k steps per draw: mh / k draws)
     reference: int
-    scaling: tuple  # (lattice side, draws per chain)
+    models: tuple = ("ising", "potts", "fhmm")
+    small: bool = False  # small models (the smoke test)
 
 
-FULL = Budget(numpyro=500, pymc=100, gibbs=1000, mh=5000, reference=2500,
-              scaling=((20, 1000), (50, 1000), (100, 1000), (141, 500), (200, 400)))
-QUICK = Budget(numpyro=15, pymc=10, gibbs=100, mh=400, reference=200,
-               scaling=((20, 100), (50, 100)))
+BUDGETS = {
+    "full": Budget(numpyro=500, pymc=100, gibbs=1000, mh=5000, reference=2500),
+    "quick": Budget(numpyro=15, pymc=10, gibbs=100, mh=400, reference=200),
+    "smoke": Budget(numpyro=5, pymc=4, gibbs=10, mh=40, reference=20, models=("ising",),
+                    small=True),
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -127,8 +129,8 @@ def _ising_summaries(x: np.ndarray) -> dict[str, np.ndarray]:
     return {"magnetisation": s.mean(axis=(2, 3)), "neighbour product": pairs.mean(-1)}
 
 
-def _potts_summaries(x: np.ndarray) -> dict[str, np.ndarray]:
-    out = {f"share of {k}": (x == k).mean(axis=(2, 3)) for k in range(POTTS["n_states"])}
+def _potts_summaries(x: np.ndarray, n_states: int) -> dict[str, np.ndarray]:
+    out = {f"share of {k}": (x == k).mean(axis=(2, 3)) for k in range(n_states)}
     equal = np.concatenate([(x[..., :, 1:] == x[..., :, :-1]).reshape(*x.shape[:2], -1),
                             (x[..., 1:, :] == x[..., :-1, :]).reshape(*x.shape[:2], -1)], -1)
     out["equal neighbours"] = equal.mean(-1)
@@ -145,14 +147,17 @@ def _fhmm_summaries(x: np.ndarray) -> dict[str, np.ndarray]:  # x: (chain, draw,
 class Case:
     """One model: how to build it, its summaries, ALBP's best runs and its bar."""
 
-    kind: str  # the NumPyro model of run_numpyro
+    kind: str  # the model of run_numpyro (PyMC's and NumPyro's)
     title: str
-    build: Callable[[], pm.Model]
     n_values: int
     summaries: Callable[[np.ndarray], dict[str, np.ndarray]]
     best: list  # (label, make_step, M-H steps per draw)
     bar: tuple  # (baseline, factor, ("logp", "site") measured against it)
     mh_factor: int = 1  # times the budget's M-H steps (chains that mix slowly)
+    params: dict | None = None  # the model's parameters (run_numpyro.PARAMS)
+
+    def build(self) -> pm.Model:
+        return pymc_model(self.kind, self.params)
 
 
 #: labels of the rows that measure the automatic steps per draw and compiled loop: each
@@ -174,28 +179,34 @@ def _defaults_and_one_step() -> list:
     return rows
 
 
-def cases() -> list[Case]:
-    return [
-        Case("ising", "Ising 50x50 (C2)", lambda: ising_model(50, "C2"), 2, _ising_summaries, [
+def cases(kinds: tuple, params: dict) -> list[Case]:
+    """The models ``kinds`` with ``params`` (``run_numpyro.PARAMS``: the paper's sizes)."""
+    ising, potts, fhmm = params["ising"]["side"], params["potts"], params["fhmm"]
+    every = {
+        "ising": Case("ising", f"Ising {ising}x{ising} (C2)", 2, _ising_summaries, [
             ("ALBP (sqrt, compiled loop, 8 steps per draw)",
              lambda m: pmd.ALBP([m["x"]], weight="sqrt", steps_per_draw=8,
                                 compiled_loop=True), 8),
             *_defaults_and_one_step(),
         ], (PYMC_DEFAULT, 100.0, ("site",))),
-        Case("potts", "Potts 30x30, K = 4", lambda: potts_model(**POTTS), POTTS["n_states"],
-             _potts_summaries, [
-                 ("ALBP (barker, 4 steps per draw)",
-                  lambda m: pmd.ALBP([m["x"]], steps_per_draw=4), 4),
-                 *_defaults_and_one_step(),
-             ], (NUMPYRO, 10.0, ("logp", "site"))),
-        Case("fhmm", "FHMM, L = 200, K = 5 (C2)", lambda: fhmm_model(**FHMM), 2,
-             _fhmm_summaries, [
-                 ("ALBP (exact, 1 step per draw in Python)",
-                  lambda m: pmd.ALBP([m["x"]], proposal="exact", steps_per_draw=1,
-                                     compiled_loop=False), 1),
-                 *_defaults_and_one_step(),
-             ], (NUMPYRO, 3.0, ("logp", "site")), mh_factor=4),
-    ]
+        "potts": Case("potts", f"Potts {potts['side']}x{potts['side']}, K = "
+                               f"{potts['n_states']}", potts["n_states"],
+                      lambda x: _potts_summaries(x, potts["n_states"]), [
+            ("ALBP (barker, 4 steps per draw)",
+             lambda m: pmd.ALBP([m["x"]], steps_per_draw=4), 4),
+            *_defaults_and_one_step(),
+        ], (NUMPYRO, 10.0, ("logp", "site"))),
+        "fhmm": Case("fhmm", f"FHMM, L = {fhmm['length']}, K = {fhmm['chains']} (C2)", 2,
+                     _fhmm_summaries, [
+            ("ALBP (exact, 1 step per draw in Python)",
+             lambda m: pmd.ALBP([m["x"]], proposal="exact", steps_per_draw=1,
+                                compiled_loop=False), 1),
+            *_defaults_and_one_step(),
+        ], (NUMPYRO, 3.0, ("logp", "site")), mh_factor=4),
+    }
+    for case in every.values():
+        case.params = params[case.kind]
+    return [every[k] for k in kinds]
 
 
 def auto_gains(rows: list) -> str:
@@ -218,71 +229,18 @@ def auto_gains(rows: list) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _set_registered(on: bool) -> None:
-    (pmd.register if on else pmd.unregister)()
-
-
-def default_step(registered: bool, start: dict) -> Callable[[pm.Model], object]:
-    """A ``make_step`` building what plain ``pm.sample()`` assigns, with ``register()``
-    in effect or not (PyMC's own ``assign_step_methods`` and ``instantiate_steppers``)."""
-
-    def make(model: pm.Model):
-        was = pmd.is_registered()
-        _set_registered(registered)
-        try:
-            provided, selected = assign_step_methods(model, None, methods=STEP_METHODS)
-            return instantiate_steppers(model, provided, selected,
-                                        initial_point={**model.initial_point(), **start})
-        finally:
-            _set_registered(was)
-
-    return make
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 def plain_sample_steps(model: pm.Model, registered: bool, start: dict) -> str:
     """The step(s) a plain one-draw ``pm.sample()`` assigns, as PyMC logs them."""
-    logger = logging.getLogger("pymc.sampling.mcmc")
-    handler, level, was = _Lines(), logger.level, pmd.is_registered()
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    _set_registered(registered)
+    was = pmd.is_registered()
+    (pmd.register if registered else pmd.unregister)()
     try:
-        with model:
+        with model, log_messages("pymc.sampling.mcmc") as lines:
             pm.sample(draws=1, tune=1, chains=1, cores=1, progressbar=False, random_seed=0,
                       compute_convergence_checks=False, initvals=start)
     finally:
-        _set_registered(was)
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    steps = [m.lstrip(">").split(":")[0] for m in handler.lines if re.match(r">*\w+: \[", m)]
+        (pmd.register if was else pmd.unregister)()
+    steps = [m.lstrip(">").split(":")[0] for m in lines if re.match(r">*\w+: \[", m)]
     return ", ".join(steps) or "?"
-
-
-def step_name(step) -> str:
-    """The class of a step, with its proposal where it has a choice of them."""
-    if isinstance(step, CompoundStep):
-        return " + ".join(step_name(s) for s in step.methods)
-    name = type(step).__name__
-    if isinstance(step, pm.CategoricalGibbsMetropolis):
-        name += " (proportional)" if step.astep == step.astep_prop else " (uniform)"
-    elif isinstance(step, pmd.BlockedGibbs):
-        name += f" ({step.n_colours} colours)"
-    elif isinstance(step, pmd.ALBP | pmd.PAS):
-        name += f" ({step.proposal}" + (", compiled loop)" if step.compiled_loop is True
-                                         else ")")
-    if isinstance(step, pmd.ALBP | pmd.PAS | pmd.BlockedGibbs) and \
-            getattr(step, "_draw_steps", 1) > 1:
-        name += f", {step._draw_steps} steps per draw"
-    return name
 
 
 # --------------------------------------------------------------------------------------
@@ -326,17 +284,6 @@ class Reference:
     site_sd: np.ndarray
 
 
-def _rhat(a: np.ndarray) -> float:
-    if np.ptp(a) == 0:
-        return 1.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.asarray(az.rhat(a)))
-
-
-def _mean_mcse(a: np.ndarray) -> tuple[float, float]:
-    return float(a.mean()), float(np.asarray(az.mcse(a, method="mean")))
-
-
 def _all_summaries(case: Case, x: np.ndarray, logp: np.ndarray) -> dict[str, np.ndarray]:
     return {"log density": logp, **case.summaries(x)}
 
@@ -349,7 +296,7 @@ def _site_means(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_reference(case: Case, x: np.ndarray, logp: np.ndarray) -> Reference:
-    summaries = {k: _mean_mcse(a) for k, a in _all_summaries(case, x, logp).items()}
+    summaries = {k: mean_mcse(a) for k, a in _all_summaries(case, x, logp).items()}
     flat = x.reshape(*x.shape[:2], -1).astype(float)
     sites = np.flatnonzero(flat.std(axis=(0, 1)) > 0)
     if sites.size > MAX_ESS_SITES:
@@ -361,16 +308,10 @@ def make_reference(case: Case, x: np.ndarray, logp: np.ndarray) -> Reference:
 def check(case: Case, x: np.ndarray, logp: np.ndarray, ref: Reference | None) -> Check:
     """r-hat of the run, and its agreement with ``ref`` (none: the reference itself)."""
     ours = _all_summaries(case, x, logp)
-    result = Check(rhat=max(_rhat(a) for a in ours.values()))
+    result = Check(rhat=max_rhat(ours))
     if ref is None:
         return result
-    worst, at = 0.0, ""
-    for k, a in ours.items():
-        (m, se), (m_ref, se_ref) = _mean_mcse(a), ref.summaries[k]
-        scale = max(float(np.hypot(se, se_ref)), 1e-4 * max(1.0, abs(m_ref)))
-        z = abs(m - m_ref) / scale
-        if z >= worst:
-            worst, at = z, k
+    worst, at = deviation(ours, ref.summaries)
     flat = x.reshape(*x.shape[:2], -1)[..., ref.sites].astype(float)
     mean, se = _site_means(flat)
     # a site constant in a short run has no MCSE: take that of independent draws
@@ -402,7 +343,7 @@ def numpyro_density_mismatch(case: Case, model: pm.Model, start: dict) -> str | 
     import jax
     from numpyro.infer.util import log_density
 
-    sampler_model, n_values = numpyro_model(case.kind)
+    sampler_model, n_values = numpyro_model(case.kind, case.params)
     other = np.random.default_rng(2).integers(0, n_values, start["x"].shape)
     pymc_logp = model.compile_logp()
     with jax.enable_x64(True):
@@ -418,43 +359,21 @@ def numpyro_density_mismatch(case: Case, model: pm.Model, start: dict) -> str | 
 def numpyro_run(case: Case, model: pm.Model, draws: int,
                 start: dict) -> tuple[Measurement, np.ndarray, np.ndarray, str]:
     """DiscreteHMCGibbs on the NumPyro version of ``case``'s model (``draws`` sweeps after
-    as many warm-up, every chain from ``start``), timed as the applied benchmark times it:
-    ``MCMC.run`` traces and compiles the kernel again for every chain (seconds each,
-    whatever the number of iterations), so compiled programs are cached on disk, a first
-    run of one chain fills the cache, and what remains of that fixed cost (the same chains
-    of one iteration each, best of 3) is taken off the measured run's wall time. Measured
-    as ``run_numpyro.numpyro_measure`` measures, keeping the draws."""
-    import jax
-    from numpyro.infer import MCMC, NUTS, DiscreteHMCGibbs
+    as many warm-up, every chain from ``start``), timed warm
+    (``harness.run_discrete_hmc_gibbs``); the measurement, the draws, their log density
+    (PyMC's) and how the time was taken."""
+    sampler_model, n_values = numpyro_model(case.kind, case.params)
 
-    sampler_model, n_values = numpyro_model(case.kind)
+    def init(n_chains: int) -> dict:
+        params = {"x": np.repeat(start["x"][None], n_chains, 0), "z": np.zeros(n_chains)}
+        return {k: v[0] for k, v in params.items()} if n_chains == 1 else params
 
-    def timed(n_tune: int, n_draws: int, n_chains: int, key: int) -> tuple[MCMC, float]:
-        init = {"x": np.repeat(start["x"][None], n_chains, 0), "z": np.zeros(n_chains)}
-        if n_chains == 1:
-            init = {k: v[0] for k, v in init.items()}
-        mcmc = MCMC(DiscreteHMCGibbs(NUTS(sampler_model)), num_warmup=n_tune,
-                    num_samples=n_draws, num_chains=n_chains, chain_method="sequential",
-                    progress_bar=False)
-        began = time.perf_counter()
-        mcmc.run(jax.random.PRNGKey(key), init_params=init)
-        jax.block_until_ready(mcmc.get_samples())
-        return mcmc, time.perf_counter() - began
-
-    _jax_compilation_cache()
-    timed(draws, draws, 1, 1)
-    overhead = min(timed(1, 1, CHAINS, 2 + i)[1] for i in range(3))
-    mcmc, wall = timed(draws, draws, CHAINS, 0)
-    seconds = wall - overhead
-    x = np.asarray(mcmc.get_samples(group_by_chain=True)["x"]).astype(np.int64)
-    logp = _logp_trace(model, x, model.rvs_to_values[model["x"]].name)
-    n_sites = int(np.prod(x.shape[2:]))
-    measurement = draws_measurement(NUMPYRO, x, logp, seconds, draws,
-                                    evals_per_draw=float(n_sites * (n_values - 1)))
-    note = (f"NumPyro: wall {wall:.1f} s, less {overhead:.1f} s of per-chain initialisation, "
-            "tracing and loading of the compiled kernel (the same chains of one iteration)")
-    print(f"    {NUMPYRO}: {note}", flush=True)
-    return measurement, x, logp, note
+    run = run_discrete_hmc_gibbs(sampler_model, draws, draws, CHAINS, init=init)
+    release_compiled_jax()
+    measurement = numpyro_measurement(run, model, n_values, draws, label=NUMPYRO)
+    x = run.samples["x"].astype(np.int64)
+    print(f"    {NUMPYRO}: {run.note}", flush=True)
+    return measurement, x, logp_trace(model, x, "x"), f"NumPyro: {run.note}"
 
 
 def run_case(case: Case, budget: Budget) -> tuple[list[Row], dict]:
@@ -465,10 +384,12 @@ def run_case(case: Case, budget: Budget) -> tuple[list[Row], dict]:
     ref_start = {"x": np.random.default_rng(1).integers(0, case.n_values, shape)}
     runs = []  # (label, step name, measurement, x, logp)
 
-    print(f"  {case.title}: {NUMPYRO}", flush=True)
-    info = {"numpyro_density": numpyro_density_mismatch(case, model, start)}
-    m, x, logp, info["numpyro_time"] = numpyro_run(case, model, budget.numpyro, start)
-    runs.append((NUMPYRO, "DiscreteHMCGibbs(NUTS)", m, x, logp))
+    info = {"numpyro_density": None, "numpyro_time": "NumPyro is not installed: no NumPyro row"}
+    if numpyro_available():
+        print(f"  {case.title}: {NUMPYRO}", flush=True)
+        info["numpyro_density"] = numpyro_density_mismatch(case, model, start)
+        m, x, logp, info["numpyro_time"] = numpyro_run(case, model, budget.numpyro, start)
+        runs.append((NUMPYRO, "DiscreteHMCGibbs(NUTS)", m, x, logp))
 
     def sample(label: str, make_step, draws: int, seed: int = 6, initvals=start,
                warmup: int | None = None):
@@ -478,8 +399,8 @@ def run_case(case: Case, budget: Budget) -> tuple[list[Row], dict]:
         runs.append((label, step_name(run.step), run.measurement, run.draws, run.logp))
         return run
 
-    sample(PYMC_DEFAULT, default_step(False, start), budget.pymc)
-    ours = sample(PMD_DEFAULT, default_step(True, start), budget.gibbs)
+    sample(PYMC_DEFAULT, lambda m: assigned_step(m, False, start), budget.pymc)
+    ours = sample(PMD_DEFAULT, lambda m: assigned_step(m, True, start), budget.gibbs)
     info["built"] = step_name(ours.step)
     info["reason"] = getattr(ours.step, "choice_reason", "(no reason recorded)")
     ref_step = ours.step
@@ -518,30 +439,25 @@ def _ratio(row: Row, base: Row | None) -> str:
             f"{row.m.ess_site_per_s / base.m.ess_site_per_s:.1f}x")
 
 
-def _cell(value: float, fmt: str) -> str:
-    return "-" if not np.isfinite(value) else format(value, fmt)
-
-
 def format_rows(rows: list[Row]) -> str:
     by = {r.label: r for r in rows}
     numpyro, pymc = by.get(NUMPYRO), by.get(PYMC_DEFAULT)
-    head = ("| sampler | step built | chains x draws | seconds | ms/draw | EJD | ESS logp "
-            "| ESS/s logp | median site ESS/s | vs NumPyro (logp / site) "
-            "| vs PyMC default (logp / site) | max r-hat | max dev. / MCSE | site z RMS "
-            "| checks |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    lines = []
     for r in rows:
         m, c = r.m, r.check
         reference = r.label == REFERENCE
-        deviation = "ref" if reference else f"{c.deviation:.1f} ({c.deviation_at})"
-        lines.append(
-            f"| {r.label} | {r.step} | {CHAINS} x {m.draws // CHAINS} | {m.seconds:.1f} "
-            f"| {m.time_per_draw_ms:.3f} | {m.ejd:.1f} | {m.ess_logp:.0f} "
-            f"| {m.ess_logp_per_s:.1f} | {m.ess_site_per_s:.1f} | {_ratio(r, numpyro)} "
-            f"| {_ratio(r, pymc)} | {c.rhat:.3f} | {deviation} "
-            f"| {'ref' if reference else _cell(c.site_rms, '.2f')} "
-            f"| {'ok' if c.ok else 'FAIL'} |")
-    return "\n".join(lines)
+        lines.append([r.label, r.step, f"{CHAINS} x {m.draws // CHAINS}", f"{m.seconds:.1f}",
+                      f"{m.time_per_draw_ms:.3f}", f"{m.ejd:.1f}", f"{m.ess_logp:.0f}",
+                      f"{m.ess_logp_per_s:.1f}", f"{m.ess_site_per_s:.1f}", _ratio(r, numpyro),
+                      _ratio(r, pymc), f"{c.rhat:.3f}",
+                      "ref" if reference else f"{c.deviation:.1f} ({c.deviation_at})",
+                      "ref" if reference else cell(c.site_rms, ".2f"),
+                      "ok" if c.ok else "FAIL"])
+    return markdown_table(
+        ["sampler", "step built", "chains x draws", "seconds", "ms/draw", "EJD", "ESS logp",
+         "ESS/s logp", "median site ESS/s", "vs NumPyro (logp / site)",
+         "vs PyMC default (logp / site)", "max r-hat", "max dev. / MCSE", "site z RMS",
+         "checks"], lines)
 
 
 def _mark(ok: bool) -> str:
@@ -549,11 +465,14 @@ def _mark(ok: bool) -> str:
 
 
 def case_bar(case: Case, rows: list[Row]) -> tuple[bool, str]:
-    """Issue 20's bar on ``case`` for the package's default: the speed ratio and the
-    draws' correctness."""
+    """The bar on ``case`` for the package's default: the speed ratio and the draws'
+    correctness (no bar without the baseline's row: NumPyro not installed)."""
     by = {r.label: r for r in rows}
     ours, (baseline, factor, which) = by[PMD_DEFAULT], case.bar
-    base = by[baseline]
+    base = by.get(baseline)
+    if base is None:
+        return False, (f"**not measured**: {case.title}: {PMD_DEFAULT} against {baseline}, "
+                       "which did not run")
     attrs = {"logp": ("ess_logp_per_s", "ESS/s of the log density"),
              "site": ("ess_site_per_s", "median site ESS/s")}
     parts, ok = [], ours.check.ok
@@ -573,84 +492,15 @@ def case_bar(case: Case, rows: list[Row]) -> tuple[bool, str]:
     return ok, text
 
 
-def step_ms(step, x: np.ndarray, n: int) -> float:
-    """Milliseconds per call of ``step.astep`` alone (no ``pm.sample`` around it), from
-    the draw ``x``: best of 3 repeats of ``n`` calls, after ``n // 5`` discarded ones."""
-    from pymc.blocking import DictToArrayBijection
-
-    (name,) = [v.name for v in step.vars]
-    point = DictToArrayBijection.map({name: x})
-    for _ in range(max(1, n // 5)):
-        point, _ = step.astep(point)
-    best = float("inf")
-    for _ in range(3):
-        began = time.perf_counter()
-        for _ in range(n):
-            point, _ = step.astep(point)
-        best = min(best, (time.perf_counter() - began) / n)
-    return 1e3 * best
-
-
-def _slopes(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-    """Slopes of log t against log n: over every size and over the three largest."""
-    def fit(a, b):
-        return float(np.polyfit(np.log(a), np.log(b), 1)[0])
-
-    return (fit(n, t) if len(n) >= 2 else float("nan"),
-            fit(n[-3:], t[-3:]) if len(n) >= 3 else float("nan"))
-
-
-def scaling(budget: Budget) -> tuple[str, dict, list[str]]:
-    """Cost per draw of register()'s choice on Ising lattices, through ``pm.sample`` and
-    of the step alone: the table, the slopes ({"sample": (all, three largest), "step":
-    ...}) and notes."""
-    results = []
-    for side, draws in budget.scaling:
-        model = ising_model(side, "C2")
-        start = {"x": np.random.default_rng(0).integers(0, 2, (side, side))}
-        print(f"  scaling, Ising {side}x{side}: register()", flush=True)
-        # the faster of two identical runs (the same draws): PyMC's recording of a draw
-        # of 40,000 values varied by up to 1.3x from run to run on this VM
-        runs = [min((measure_run(model, "register()", default_step(True, start),
-                                 draws=draws, tune=draws, seed=1, initvals=start)
-                     for _ in range(2)), key=lambda run: run.measurement.seconds)]
-        if not isinstance(runs[0].step, pmd.BlockedGibbs):
-            print(f"  scaling, Ising {side}x{side}: BlockedGibbs", flush=True)
-            runs.append(measure_run(model, "BlockedGibbs",
-                                    lambda m: pmd.BlockedGibbs([m["x"]]), draws=draws,
-                                    tune=draws, seed=1, initvals=start))
-        for run in runs:
-            alone = step_ms(run.step, run.draws[0, -1], min(draws, 300))
-            results.append((side, step_name(run.step), run.measurement, alone))
-    gibbs = [(s, m, a) for s, name, m, a in results if name.startswith("BlockedGibbs")]
-    n = np.array([s * s for s, _, _ in gibbs], dtype=float)
-    slopes = {"sample": _slopes(n, np.array([m.time_per_draw_ms for _, m, _ in gibbs])),
-              "step": _slopes(n, np.array([a for _, _, a in gibbs]))}
-    lines = ["| lattice | N | step register() built | chains x draws | ms/draw (pm.sample) "
-             "| us per draw per 1k sites | ms per step.astep alone | us per 1k sites "
-             "| ESS/s logp | median site ESS/s |", "|" + "---|" * 10]
-    notes = []
-    for side, name, m, alone in results:
-        lines.append(f"| {side}x{side} | {side * side} | {name} | 2 x {m.draws // 2} "
-                     f"| {m.time_per_draw_ms:.3f} "
-                     f"| {1e6 * m.time_per_draw_ms / (side * side):.1f} "
-                     f"| {alone:.3f} | {1e6 * alone / (side * side):.1f} "
-                     f"| {m.ess_logp_per_s:.1f} | {m.ess_site_per_s:.1f} |")
-        if not name.startswith("BlockedGibbs"):
-            notes.append(f"register() did not build BlockedGibbs on {side}x{side}: {name}")
-    return "\n".join(lines), slopes, notes
-
-
-def main(quick: bool = False) -> None:
+def main(quick: bool = False, smoke: bool = False) -> None:
     """Measure and write the ``blocked`` section of RESULTS.md."""
     began = time.perf_counter()
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python -m benchmarks.run_blocked" + (" --quick" if quick else "")
-    budget = QUICK if quick else FULL
+    size = size_name(quick, smoke)
+    budget = BUDGETS[size]
     sections, bars, problems = [], [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        for case in cases():
+        for case in cases(budget.models, SMALL if budget.small else PARAMS):
             rows, info = run_case(case, budget)
             ok, bar = case_bar(case, rows)
             bars.append((ok, bar))
@@ -676,22 +526,6 @@ def main(quick: bool = False) -> None:
                 + f".\n\n{format_rows(rows)}\n\n{bar}\n\nAutomatic steps per draw and "
                 f"compiled loop: {auto_gains(rows)}."
             )
-        print("  scaling", flush=True)
-        table, slopes, notes = scaling(budget)
-    problems += notes
-    slope, slope_big = slopes["sample"]
-    linear = slope <= MAX_SLOPE and (not np.isfinite(slope_big) or slope_big <= MAX_SLOPE)
-    sizes = f"{budget.scaling[0][0]}x{budget.scaling[0][0]} to " \
-            f"{budget.scaling[-1][0]}x{budget.scaling[-1][0]}"
-    def said(pair: tuple[float, float]) -> str:
-        return f"{pair[0]:.2f} over all sizes" + (
-            f", {pair[1]:.2f} over the three largest" if np.isfinite(pair[1]) else "")
-
-    scaling_bar = (f"**{_mark(linear)}**: cost per draw of register()'s choice (through "
-                   f"`pm.sample`) linear in N from {sizes} (fitted slope of log ms/draw "
-                   f"against log N at most {MAX_SLOPE:g}): {said(slopes['sample'])}; the "
-                   f"step alone: {said(slopes['step'])}.")
-    bars.append((linear, scaling_bar))
     draws_note = (
         f"Draws per chain (as many tuning or warm-up iterations before them): NumPyro "
         f"{budget.numpyro} sweeps; PyMC's default {budget.pymc}; pymc-discrete's default "
@@ -705,13 +539,11 @@ def main(quick: bool = False) -> None:
         f"loop chosen by the step; the step column says what they chose on the last "
         f"chain); beside each, the same step at one step per draw in Python.")
     minutes = (time.perf_counter() - began) / 60
-    quick_note = (" With `--quick` the chains are far too short for the checks (or the "
-                  "ratios) to mean anything: a smoke test only.") if quick else ""
-    scaling_draws = ", ".join(f"{s}x{s}: {d}" for s, d in budget.scaling)
-    text = f"""## Issue 20's bars: PyMC's default, register()'s step, ALBP's best and NumPyro
+    quick_note = (f" With `--{size}` the chains are far too short for the checks (or the "
+                  "ratios) to mean anything.") if size != "full" else ""
+    text = f"""## PyMC's default, register()'s step, ALBP's best and NumPyro
 
-Produced by `{command}` on {stamp} (the run took {minutes:.0f} min).
-Machine: {machine_description()}.
+{provenance("run_blocked", size, minutes=minutes)}
 
 On each model: **PyMC default** (`pmd.unregister()`, plain `pm.sample()`), **pymc-discrete
 default** (`pmd.register()`, plain `pm.sample()`; the step built is named), ALBP's best
@@ -740,23 +572,10 @@ each chain and of switches between consecutive times.
 
 {(chr(10) * 2).join(sections)}
 
-### Cost per draw against the lattice size (Ising C2)
+### Bars
 
-register()'s choice on each lattice, 2 chains, draws per chain (after as many tuning):
-{scaling_draws}; ms/draw through `pm.sample` includes tuning, as everywhere; the faster of
-two identical runs (at 40,000 sites the time through `pm.sample` varied by up to 1.3x between
-identical runs, the step alone did not). Beside it, the
-step's own cost: `step.astep` called in a loop on the run's last draw, no `pm.sample`
-around it (best of 3 repeats of up to 300 calls). Slope of log(ms per draw) against
-log(N), 1 = linear: through `pm.sample` {said(slopes['sample'])}; the step alone
-{said(slopes['step'])} (a fixed per-draw overhead flattens the small sizes; what
-`pm.sample` adds per draw, recording the draw and the stats, is the difference).
-
-{table}
-
-### Issue 20's bars
-
-A speed bar passes only when the pymc-discrete default's draws also pass the checks.{quick_note}
+A speed bar passes only when the pymc-discrete default's draws also pass the checks
+(the cost of register()'s step against the lattice size: `run_scaling`).{quick_note}
 
 {chr(10).join(f"- {b}" for _, b in bars)}
 """
@@ -767,4 +586,4 @@ A speed bar passes only when the pymc-discrete default's draws also pass the che
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv[1:])
+    cli(main)

@@ -1,4 +1,4 @@
-"""Core benchmark (issue: ALBP and ARWM for binary variables).
+"""ALBP and ARWM on the optimal-scaling paper's binary configurations.
 
 1. EJD and acceptance of ALBP (Barker and sqrt weights) and ARWM after tuning, on the
    paper's Bernoulli (N = 800, C2) and Ising (50 x 50, C2) configurations, next to the
@@ -6,36 +6,30 @@
 2. On the Ising configuration: ESS per second against PyMC's BinaryGibbsMetropolis, and
    time per draw against pm.BinaryMetropolis (one logp per draw, the floor of any M-H step).
 
-Writes its section of ``benchmarks/RESULTS.md`` and ``benchmarks/core_ising.png``. Run
-with ``make bench``.
+Writes the section ``core`` of ``benchmarks/RESULTS.md`` and ``benchmarks/core_ising.png``.
+Run with ``python -m benchmarks.run_core [--quick | --smoke]``.
 """
 
 from __future__ import annotations
 
-import datetime
-import sys
-from pathlib import Path
+import numpy as np
+import pymc as pm
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pymc as pm  # noqa: E402
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
     Measurement,
+    cli,
     format_table,
-    machine_description,
+    markdown_table,
     measure,
+    provenance,
+    save_figure,
+    size_name,
+    subplots,
     write_section,
 )
-from pymc_discrete.example_models import bernoulli_model, ising_model  # noqa: E402
+from pymc_discrete.example_models import bernoulli_model, ising_model
 
-ROOT = Path(__file__).resolve().parents[1]
-
-COMMAND = "python -m benchmarks.run_core"
 #: EJD of the paper (configuration C2): Table 1 (Barker ALBP, ARWM), Tables 5 and 8 (sqrt).
 PAPER_EJD = {
     ("Bernoulli N=800", "ALBP (barker)"): 78.63,
@@ -68,11 +62,7 @@ def paper_comparison(draws: int, tune: int) -> tuple[str, list[tuple[str, Measur
         "Bernoulli N=800": (bernoulli_model(800, "C2"), (800,)),
         "Ising 50x50": (ising_model(50, "C2"), (50, 50)),
     }
-    lines = [
-        "| model | sampler | EJD | paper EJD | EJD / paper | acceptance | target | tuned R |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    rows = []
+    lines, rows = [], []
     for model_name, (model, shape) in models.items():
         # the paper starts every chain from a uniformly random configuration
         start = {"x": np.random.default_rng(0).integers(0, 2, shape)}
@@ -80,12 +70,13 @@ def paper_comparison(draws: int, tune: int) -> tuple[str, list[tuple[str, Measur
             print(f"  {model_name}: {label}", flush=True)
             r = measure(model, label, make_step, draws=draws, tune=tune, seed=1, initvals=start)
             paper = PAPER_EJD[(model_name, label)]
-            lines.append(
-                f"| {model_name} | {label} | {r.ejd:.2f} | {paper:.2f} | {r.ejd / paper:.2f} | "
-                f"{r.accept:.3f} | {TARGETS[label]} | {r.scale:.1f} |"
-            )
+            lines.append([model_name, label, f"{r.ejd:.2f}", f"{paper:.2f}",
+                          f"{r.ejd / paper:.2f}", f"{r.accept:.3f}", TARGETS[label],
+                          f"{r.scale:.1f}"])
             rows.append((model_name, r))
-    return "\n".join(lines), rows
+    header = ["model", "sampler", "EJD", "paper EJD", "EJD / paper", "acceptance", "target",
+              "tuned R"]
+    return markdown_table(header, lines), rows
 
 
 def ising_against_pymc(draws: int, tune: int, gibbs_draws: int, gibbs_tune: int):
@@ -116,25 +107,31 @@ def ising_against_pymc(draws: int, tune: int, gibbs_draws: int, gibbs_tune: int)
     return rows
 
 
-def main(quick: bool = False) -> None:
-    draws, tune = (1000, 1000) if quick else (10000, 10000)
-    gibbs_draws, gibbs_tune = (30, 15) if quick else (300, 100)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+#: draws and tuning draws per chain of ALBP and ARWM, and of BinaryGibbsMetropolis
+SIZES = {"full": (10000, 10000, 300, 100), "quick": (1000, 1000, 30, 15),
+         "smoke": (80, 80, 4, 4)}
+
+
+def main(quick: bool = False, smoke: bool = False) -> None:
+    size = size_name(quick, smoke)
+    draws, tune, gibbs_draws, gibbs_tune = SIZES[size]
     print("EJD against the paper ...", flush=True)
     paper_table, _ = paper_comparison(draws, tune)
     print("Ising 50x50 against PyMC's samplers ...", flush=True)
     rows = ising_against_pymc(draws, tune, gibbs_draws, gibbs_tune)
     metropolis = next(r for r in rows if r.sampler == "BinaryMetropolis")
-    time_lines = ["| sampler | ms/draw | ms/draw vs BinaryMetropolis | M-H steps per draw | "
-                  "ms per M-H step |", "|---|---|---|---|---|"]
+    time_rows = []
     for r in rows:
         steps = STEPS_PER_DRAW.get(r.sampler, 1)
-        step_ms = f"{r.time_per_draw_ms / steps:.3f}" if r.sampler != "BinaryGibbsMetropolis" else "-"
-        time_lines.append(f"| {r.sampler} | {r.time_per_draw_ms:.3f} | "
-                          f"{r.time_per_draw_ms / metropolis.time_per_draw_ms:.2f}x | "
-                          f"{steps if step_ms != '-' else '-'} | {step_ms} |")
+        gibbs = r.sampler == "BinaryGibbsMetropolis"
+        time_rows.append([r.sampler, f"{r.time_per_draw_ms:.3f}",
+                          f"{r.time_per_draw_ms / metropolis.time_per_draw_ms:.2f}x",
+                          "-" if gibbs else steps,
+                          "-" if gibbs else f"{r.time_per_draw_ms / steps:.3f}"])
+    time_table = markdown_table(["sampler", "ms/draw", "ms/draw vs BinaryMetropolis",
+                                 "M-H steps per draw", "ms per M-H step"], time_rows)
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = subplots(1, 3, figsize=(13, 4))
     labels = [r.sampler for r in rows]
     for ax, values, ylabel in zip(
         axes,
@@ -148,12 +145,11 @@ def main(quick: bool = False) -> None:
         ax.tick_params(axis="x", rotation=30)
     fig.suptitle("Ising 50x50 (C2)")
     fig.tight_layout()
-    fig.savefig(ROOT / "benchmarks" / "core_ising.png", dpi=100)
+    save_figure(fig, "core_ising.png")
 
     text = f"""## Core: ALBP and ARWM on the paper's configurations
 
-Produced by `{COMMAND}{' --quick' if quick else ''}` on {stamp}.
-Machine: {machine_description()}.
+{provenance("run_core", size)}
 
 Definitions (see `benchmarks/harness.py`): every sampler runs through `pm.sample` with
 `cores=1`, 2 chains, from the same uniformly random start; EJD is the mean number of sites
@@ -187,7 +183,7 @@ BinaryGibbsMetropolis (one logp per site, a sweep per draw): {gibbs_draws} draws
 
 ### Ising 50x50 (C2): time per draw against pm.BinaryMetropolis
 
-{chr(10).join(time_lines)}
+{time_table}
 
 ![Ising 50x50](core_ising.png)
 """
@@ -196,4 +192,4 @@ BinaryGibbsMetropolis (one logp per site, a sweep per draw): {gibbs_draws} draws
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    cli(main)

@@ -1,6 +1,6 @@
 """Per model: our steps against what a PyMC user would otherwise use, and NumPyro.
 
-Three models of issue 8's list that the other scripts cover only in part:
+Three models the other scripts cover only in part:
 
 1. **RBM over binarised scikit-learn digits** (64 visible units, 50 hidden, CD-1; the
    marginal of the visible units): ALBP (gradient, exact, compiled loop), ARWM, PAS,
@@ -16,15 +16,14 @@ Three models of issue 8's list that the other scripts cover only in part:
    a NUTS step per iteration). Measured by the smallest bulk ESS over the continuous
    parameters and the median ESS of the discrete sites (``harness.measure_mixed``).
 
-NumPyro and JAX are benchmark-only dependencies (``make bench`` installs them). Writes the
-section ``models`` of ``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_models``
-(``--quick``: fewer draws).
+NumPyro and JAX are benchmark-only dependencies (``make bench`` installs them; without
+them the NumPyro rows are left out). Writes the section ``models`` of
+``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_models`` (``--quick``,
+``--smoke``: fewer draws and samplers).
 """
 
 from __future__ import annotations
 
-import datetime
-import sys
 import warnings
 from collections.abc import Callable
 
@@ -34,15 +33,22 @@ import pymc as pm
 import pymc_discrete as pmd
 from benchmarks.harness import (
     MixedMeasurement,
+    assigned_step,
+    cli,
     format_mixed_table,
     format_table,
-    machine_description,
     measure,
     measure_mixed,
     mixed_measurement,
+    numpyro_available,
+    numpyro_measurement,
+    numpyro_versions,
+    provenance,
+    release_compiled_jax,
+    run_discrete_hmc_gibbs,
+    size_name,
     write_section,
 )
-from benchmarks.run_numpyro import numpyro_measure, run_discrete_hmc_gibbs
 from pymc_discrete.example_models import binarised_digits, rbm_model, train_rbm
 
 #: the continuous parameters measured on each mixed model (NumPyro uses the same names)
@@ -50,9 +56,10 @@ CONTINUOUS = {"spike": ["beta", "sigma", "alpha"],
               "mixture": ["w", "mu_first", "mu_rest", "sigma"]}
 
 
-QUICK_NOTE = """
-Quick run (`--quick`): no NumPyro rows, no compiled-loop row, and the mixed models'
-tables have only ALBP (exact) and PyMC's default step; `python -m benchmarks.run_models` runs them all.
+SHORT_NOTE = """
+Short run (`--{size}`): no NumPyro rows, no compiled-loop row, and the mixed models'
+tables have only `register()`'s step and PyMC's default step; `python -m
+benchmarks.run_models` runs them all.
 """
 
 
@@ -129,19 +136,21 @@ def numpyro_mixture(data: np.ndarray, k: int = 3) -> Callable:
 def numpyro_mixed(label: str, sampler_model: Callable, discrete: str, continuous: list[str],
                   n_values: int, draws: int, warmup: int) -> MixedMeasurement:
     """DiscreteHMCGibbs on a mixed model, measured like ``harness.measure_mixed``."""
-    samples, seconds, steps = run_discrete_hmc_gibbs(sampler_model, draws, warmup)
-    x = samples[discrete]
+    run = run_discrete_hmc_gibbs(sampler_model, draws, warmup, 2)
+    release_compiled_jax()
+    x = run.samples[discrete]
     n_sites = int(np.prod(x.shape[2:]))
     return mixed_measurement(
-        label, x, {v: samples[v] for v in continuous}, seconds, warmup,
-        accept=float("nan"), scale=float("nan"), nuts_steps=float(steps.mean()),
+        label, x, {v: run.samples[v] for v in continuous}, run.seconds, warmup,
+        accept=float("nan"), scale=float("nan"), nuts_steps=float(run.steps.mean()),
         discrete_evals=float(n_sites * (n_values - 1)),
     )
 
 
 def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int, quick: bool) -> str:
     """The RBM table; ``quick``: without the compiled loop (its numba compilation, about
-    15 s here, would dominate; run_core --quick has it) and NumPyro."""
+    15 s here, would dominate; run_core --quick has it); ``numpyro_draws`` 0: without
+    NumPyro."""
     W, b, c = train_rbm(binarised_digits(), n_hidden=50)
     model = rbm_model(W, b, c)
     start = {"x": np.random.default_rng(0).integers(0, 2, W.shape[0])}
@@ -161,8 +170,9 @@ def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int, quick: bool) -
     rows = []
     if numpyro_draws:
         print("  RBM: NumPyro", flush=True)
-        rows.append(numpyro_measure(numpyro_rbm(W, b, c), 2, model, numpyro_draws,
-                                    numpyro_draws))
+        run = run_discrete_hmc_gibbs(numpyro_rbm(W, b, c), numpyro_draws, numpyro_draws, 2)
+        release_compiled_jax()
+        rows.append(numpyro_measurement(run, model, 2, numpyro_draws))
     for label, make_step, n_draws, per_draw in runs:
         print(f"  RBM: {label}", flush=True)
         tune = draws // per_draw if per_draw > 1 else n_draws
@@ -171,18 +181,19 @@ def rbm_section(draws: int, gibbs_draws: int, numpyro_draws: int, quick: bool) -
     return format_table(rows, baseline="BinaryGibbsMetropolis")
 
 
-def mixed_section(name: str, model: pm.Model, numpyro_model: Callable, discrete: str,
-                  n_values: int, runs: list, baseline: str, numpyro_draws: int,
+def mixed_section(name: str, model: pm.Model, numpyro_model: Callable[[], Callable],
+                  discrete: str, n_values: int, runs: list, baseline: str, numpyro_draws: int,
                   initvals: dict | None, quick: bool) -> str:
-    """One mixed model's table; ``quick``: only the first and the last (baseline) of
-    ``runs`` and no NumPyro run (``numpyro_draws`` 0 also skips it)."""
+    """One mixed model's table (``numpyro_model()``: its NumPyro version); ``quick``: only
+    the first and the last (baseline) of ``runs`` and no NumPyro run (``numpyro_draws``
+    0 also skips it)."""
     if quick:
         runs, numpyro_draws = [runs[0], runs[-1]], 0
     continuous = CONTINUOUS[name]
     rows = []
     if numpyro_draws:
         print(f"  {name}: NumPyro", flush=True)
-        rows.append(numpyro_mixed("NumPyro DiscreteHMCGibbs", numpyro_model, discrete,
+        rows.append(numpyro_mixed("NumPyro DiscreteHMCGibbs", numpyro_model(), discrete,
                                   continuous, n_values, numpyro_draws, numpyro_draws))
     for label, make_step, n_draws in runs:
         print(f"  {name}: {label}", flush=True)
@@ -192,21 +203,14 @@ def mixed_section(name: str, model: pm.Model, numpyro_model: Callable, discrete:
     return format_mixed_table(rows, baseline=baseline)
 
 
-def registered_default(model: pm.Model):
-    """The steps ``pmd.register()`` makes plain ``pm.sample()`` use on ``model``: AutoStep
-    over every free variable (it claims the continuous ones it samples with the discrete
-    block; PyMC's NUTS takes the rest)."""
-    from pymc_discrete.pymc.choose import AutoStep
-
-    return AutoStep(list(model.free_RVs))
-
-
-def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int, default: str) -> list:
+def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int, default: str,
+               start: dict) -> list:
     """(label, step factory, draws) for the discrete variable ``var`` of a mixed model:
-    the package's default use (``register()``, which picks ``default`` here), our other
-    steps, then PyMC's default Gibbs step ``gibbs`` (the baseline, last)."""
+    the package's default use (what plain ``pm.sample()`` assigns after ``register()``,
+    ``default`` here), our other steps, then PyMC's default Gibbs step ``gibbs`` (the
+    baseline, last)."""
     return [
-        (f"register(): {default}", registered_default, draws),
+        (f"register(): {default}", lambda m: assigned_step(m, True, start), draws),
         ("ALBP (exact) + NUTS", lambda m: pmd.ALBP([m[var]], proposal="exact"), draws),
         ("ALBP (exact, 8 steps per draw) + NUTS",
          lambda m: pmd.ALBP([m[var]], proposal="exact", steps_per_draw=8), draws),
@@ -217,44 +221,50 @@ def mixed_runs(var: str, gibbs: type, draws: int, gibbs_draws: int, default: str
     ]
 
 
-def main(quick: bool = False) -> None:
+#: M-H steps of our steps (RBM), Gibbs sweeps, draws of the mixed models (our steps and
+#: Gibbs), NumPyro's iterations (0: no NumPyro)
+BUDGETS = {"full": (5000, 500, 1000, 500, 1000), "quick": (400, 40, 100, 50, 0),
+           "smoke": (40, 4, 20, 10, 0)}
+
+
+def main(quick: bool = False, smoke: bool = False) -> None:
     from examples.iris_mixture import mixture_model
     from examples.spike_and_slab import design, spike_and_slab_model
 
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python -m benchmarks.run_models" + (" --quick" if quick else "")
-    draws = 400 if quick else 5000
-    gibbs_draws = 40 if quick else 500
-    mixed_draws = 100 if quick else 1000
-    gibbs_mixed = 50 if quick else 500
-    numpyro_draws = 0 if quick else 1000  # quick: no NumPyro (run_numpyro --quick has it)
+    size = size_name(quick, smoke)
+    short = size != "full"
+    draws, gibbs_draws, mixed_draws, gibbs_mixed, numpyro_draws = BUDGETS[size]
+    if not numpyro_available():
+        numpyro_draws = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        rbm = rbm_section(draws, gibbs_draws, numpyro_draws, quick)
+        rbm = rbm_section(draws, gibbs_draws, numpyro_draws, short)
         Z, y, _ = design()
-        spike = mixed_section(
-            "spike", spike_and_slab_model(Z, y), numpyro_spike_and_slab(Z, y), "g", 2,
+        # --smoke: not this model (a one-chain run of 5 + 5 draws of register()'s
+        # PairedFlip + NUTS took 0.5-13 s here; mixed_section runs on the mixture)
+        spike = "Not run by `--smoke`." if smoke else mixed_section(
+            "spike", spike_and_slab_model(Z, y), lambda: numpyro_spike_and_slab(Z, y), "g", 2,
             mixed_runs("g", pm.BinaryGibbsMetropolis, mixed_draws, gibbs_mixed,
-                       "PairedFlip + NUTS"),
-            "BinaryGibbsMetropolis + NUTS", mixed_draws, None, quick)
+                       "PairedFlip + NUTS", {}),
+            "BinaryGibbsMetropolis + NUTS", numpyro_draws, None, short)
         data, _ = iris_data()
         labels0 = {"z": np.random.default_rng(0).integers(0, 3, data.shape[0])}
         mixture = mixed_section(
-            "mixture", mixture_model(data), numpyro_mixture(data), "z", 3,
+            "mixture", mixture_model(data), lambda: numpyro_mixture(data), "z", 3,
             mixed_runs("z", pm.CategoricalGibbsMetropolis, mixed_draws, gibbs_mixed,
-                       "CollapsedNUTS"),
-            "CategoricalGibbsMetropolis + NUTS", mixed_draws, labels0, quick)
-    import jax
-    import numpyro
-
+                       "CollapsedNUTS", labels0),
+            "CategoricalGibbsMetropolis + NUTS", numpyro_draws, labels0, short)
+    numpyro_note = ("" if numpyro_draws else
+                    " No NumPyro rows in this run (NumPyro not installed, or a short run).")
     write_section("models", f"""## RBM, spike-and-slab and mixture: against PyMC's defaults and NumPyro
 
-Produced by `{command}` on {stamp}.
-Machine: {machine_description()}; NumPyro {numpyro.__version__}, JAX {jax.__version__} (CPU).
+{provenance("run_models", size, versions=numpyro_versions())}
 
-NumPyro's `DiscreteHMCGibbs` runs 2 chains sequentially, timed on a second run (the first
-compiles), warm-up included in the time as PyMC's tuning is; an iteration is a random-scan
-Gibbs sweep of the discrete sites (N (K - 1) log density evaluations) and one NUTS step.
+NumPyro's `DiscreteHMCGibbs` runs 2 chains one after the other, timed warm (its compiled
+programs cached on disk by a first run; the fixed cost of its chains that remains, the
+same chains of one iteration each, taken off), warm-up included in the time as PyMC's
+tuning is; an iteration is a random-scan Gibbs sweep of the discrete sites (N (K - 1)
+log density evaluations) and one NUTS step.{numpyro_note}
 
 ### RBM over binarised scikit-learn digits (64 visible, 50 hidden, CD-1)
 
@@ -296,8 +306,8 @@ initialisation. "min ESS" is over every element of `w`, `mu_first`, `mu_rest`, `
 out, then drawn exactly).
 
 {mixture}
-{QUICK_NOTE if quick else ""}""")
+{SHORT_NOTE.format(size=size) if short else ""}""")
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    cli(main)

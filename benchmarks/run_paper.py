@@ -16,44 +16,39 @@
 4. The FHMM's EJD against the paper's Table 11 on the density of its code, over several
    simulations.
 
-The sweeps drive the step methods' compiled kernels directly (the same functions
-``pm.sample`` calls), which keeps the many short runs cheap. Writes the section
-``paper`` of ``benchmarks/RESULTS.md`` and ``benchmarks/paper_efficiency.png``,
-``benchmarks/paper_scaling.png``. Run with ``python -m benchmarks.run_paper``
-(``--quick``: C2 only, smaller sweeps, no FHMM in Table 1).
+The sweeps drive the step methods' kernels directly (``step.kernel``: the M-H step
+``pm.sample`` runs, without PyMC around it), which keeps the many short runs cheap.
+Writes the section ``paper`` of ``benchmarks/RESULTS.md`` and
+``benchmarks/paper_efficiency.png``, ``benchmarks/paper_scaling.png``. Run with
+``python -m benchmarks.run_paper`` (``--quick``: C2 only, smaller sweeps, no FHMM in
+Table 1; ``--smoke``: tiny sweeps, for the tests).
 """
 
 from __future__ import annotations
 
-import datetime
-import sys
 import time
 import warnings
-from pathlib import Path
+from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pymc as pm
+from scipy.stats import norm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pymc as pm  # noqa: E402
-from scipy.stats import norm  # noqa: E402
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
+    cli,
     format_table,
-    machine_description,
+    markdown_table,
     measure,
+    provenance,
+    save_figure,
+    size_name,
+    subplots,
     write_section,
 )
-from pymc_discrete.adaptation import ScaleAdapter  # noqa: E402
-from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model  # noqa: E402
-from pymc_discrete.kernels.albp import albp_step, init_lb_state  # noqa: E402
-from pymc_discrete.kernels.arwm import RWState, arwm_step  # noqa: E402
+from pymc_discrete.adaptation import ScaleAdapter
+from pymc_discrete.example_models import bernoulli_model, fhmm_model, ising_model
 
-ROOT = Path(__file__).resolve().parents[1]
-
-OUT = ROOT / "benchmarks"
 FHMM_SIGMA2 = {"C1": 2.0, "C2": 1.0, "C3": 0.5}  # Appendix D.3
 TARGET = {"LBP": 0.574, "RWM": 0.234}
 
@@ -88,7 +83,8 @@ def build(kind: str, size: int, config: str, seed: int = 0) -> pm.Model:
 
 
 class KernelChain:
-    """LBP-R or RWM-R on a model, driven through the compiled kernels of the steps."""
+    """LBP-R or RWM-R on a model, driven through the kernel of ALBP or ARWM
+    (``step.kernel``: one M-H step at a given scale, no PyMC around it)."""
 
     def __init__(self, model: pm.Model, sampler: str, seed: int,
                  start: np.ndarray | None = None, proposal: str = "gradient") -> None:
@@ -96,30 +92,25 @@ class KernelChain:
             step = (pmd.ALBP([model["x"]], proposal=proposal) if sampler == "LBP"
                     else pmd.ARWM([model["x"]]))
         self.sampler = sampler
-        self.step = step
+        self.kernel = step.kernel
         self.n_sites = int(model.initial_point()["x"].size)
         self.rng = np.random.default_rng(seed)
         x = self.rng.integers(0, 2, self.n_sites) if start is None else start.copy()
-        if sampler == "LBP":
-            self.state = init_lb_state(x, step._logp_and_ratios, step._code)
-        else:
-            self.state = RWState(x, step._logp(x))
+        self.state = self.kernel.init(np.asarray(x, dtype=np.int64).ravel())
 
     def step_once(self, scale: float):
-        if self.sampler == "LBP":
-            self.state, info = albp_step(self.state, scale, self.rng,
-                                         self.step._logp_and_ratios, self.step._code)
-        else:
-            self.state, info = arwm_step(self.state, scale, self.rng, self.step._logp)
+        self.state, info = self.kernel.step(self.state, scale, self.rng)
         return info
 
     def run(self, scale: float, n_steps: int) -> tuple[float, float]:
-        """Mean acceptance probability and EJD of ``n_steps`` steps at a fixed scale."""
+        """Mean acceptance probability and EJD (sites changed per step) of ``n_steps``
+        steps at a fixed scale."""
         accept = jumps = 0.0
         for _ in range(n_steps):
+            before = self.state.x
             info = self.step_once(scale)
             accept += info.accept_prob
-            jumps += info.jump_distance
+            jumps += np.count_nonzero(self.state.x != before)
         return accept / n_steps, jumps / n_steps
 
     def tune(self, n_steps: int) -> float:
@@ -151,9 +142,13 @@ def theory_shape(sampler: str, a: np.ndarray) -> np.ndarray:
     return a * (2.0 * q) ** (2.0 / 3.0) if sampler == "LBP" else a * q**2
 
 
-def efficiency_curves(configs, scales, burn: int, steps: int, fhmm_seed: int = 0):
+#: the sizes of the efficiency curves' targets (the paper's)
+CURVE_SIZES = {"Bernoulli": 800, "Ising": 50, "FHMM": 1000, FHMM_CODE: 1000}
+
+
+def efficiency_curves(configs, scales, burn: int, steps: int, fhmm_seed: int = 0,
+                      sizes: dict[str, int] = CURVE_SIZES):
     """Fixed-R sweeps: {(model, config, sampler): (R, acceptance, EJD) arrays}."""
-    sizes = {"Bernoulli": 800, "Ising": 50, "FHMM": 1000, FHMM_CODE: 1000}
     points = {}
     for kind, size in sizes.items():
         for config in configs:
@@ -184,10 +179,9 @@ def fit_constant(sampler: str, a: np.ndarray, ejd: np.ndarray) -> float:
 
 def plot_efficiency(points, configs) -> list[str]:
     kinds = ("Bernoulli", "Ising", "FHMM")
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    fig, axes = subplots(2, 3, figsize=(15, 8))
     grid = np.linspace(0.005, 0.995, 400)
-    lines = ["| target | config | sampler | acceptance at the best point | theory optimum |"
-             " fitted c |", "|---|---|---|---|---|---|"]
+    lines = []
     for col, kind in enumerate(kinds):
         for row, sampler in enumerate(("LBP", "RWM")):
             ax = axes[row, col]
@@ -203,8 +197,8 @@ def plot_efficiency(points, configs) -> list[str]:
                     ax.plot(grid, c * theory_shape(sampler, grid), style,
                             color=dots.get_color(), lw=1)
                     best = a[np.argmax(ejd)]
-                    lines.append(f"| {label} | {config} | {sampler}-R | {best:.3f} | "
-                                 f"{TARGET[sampler]} | {c:.3g} |")
+                    lines.append([label, config, f"{sampler}-R", f"{best:.3f}",
+                                  TARGET[sampler], f"{c:.3g}"])
             ax.axvline(TARGET[sampler], color="k", ls="--", lw=1,
                        label=f"optimum {TARGET[sampler]}")
             ax.set_title(f"{kind}: {sampler}-R")
@@ -212,8 +206,9 @@ def plot_efficiency(points, configs) -> list[str]:
             ax.set_ylabel("EJD")
             ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(OUT / "paper_efficiency.png", dpi=90)
-    return lines
+    save_figure(fig, "paper_efficiency.png", dpi=90)
+    return markdown_table(["target", "config", "sampler", "acceptance at the best point",
+                           "theory optimum", "fitted c"], lines)
 
 
 def scaling(sizes, tune_steps: int, steps: int, fhmm_seed: int = 0):
@@ -235,11 +230,9 @@ def scaling(sizes, tune_steps: int, steps: int, fhmm_seed: int = 0):
     return out
 
 
-def plot_scaling(rows) -> list[str]:
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    lines = ["| target | N | tuned R (ALBP) | tuned R (ARWM) | EJD ALBP | EJD ARWM | "
-             "ratio |", "|---|---|---|---|---|---|---|"]
-    slopes = []
+def plot_scaling(rows) -> tuple[str, str]:
+    fig, axes = subplots(1, 2, figsize=(11, 4))
+    lines, slopes = [], []
     for kind in dict.fromkeys(r["kind"] for r in rows):
         sel = [r for r in rows if r["kind"] == kind]
         n = np.array([r["N"] for r in sel], dtype=float)
@@ -254,18 +247,21 @@ def plot_scaling(rows) -> list[str]:
         axes[0].loglog(n, r_rwm, "s--", label=f"{kind} ARWM (slope {s_rwm:.2f})")
         axes[1].loglog(n, ratio, "o-", label=f"{kind} (slope {s_ratio:.2f})")
         for r, q in zip(sel, ratio):
-            lines.append(f"| {kind} | {r['N']} | {r['R_LBP']:.1f} | {r['R_RWM']:.2f} | "
-                         f"{r['ejd_LBP']:.2f} | {r['ejd_RWM']:.2f} | {q:.1f} |")
+            lines.append([kind, r["N"], f"{r['R_LBP']:.1f}", f"{r['R_RWM']:.2f}",
+                          f"{r['ejd_LBP']:.2f}", f"{r['ejd_RWM']:.2f}", f"{q:.1f}"])
     for ax, title in zip(axes, ("tuned R", "EJD ratio ALBP / ARWM")):
         ax.set_xlabel("N (sites)")
         ax.set_title(title)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(OUT / "paper_scaling.png", dpi=90)
-    slope_lines = ["| target | slope of tuned R (ALBP) | slope of tuned R (ARWM) | "
-                   "slope of the EJD ratio |", "|---|---|---|---|"]
-    slope_lines += [f"| {k} | {a:.2f} | {b:.2f} | {c:.2f} |" for k, a, b, c in slopes]
-    return lines, slope_lines
+    save_figure(fig, "paper_scaling.png", dpi=90)
+    table = markdown_table(["target", "N", "tuned R (ALBP)", "tuned R (ARWM)", "EJD ALBP",
+                            "EJD ARWM", "ratio"], lines)
+    slope_table = markdown_table(
+        ["target", "slope of tuned R (ALBP)", "slope of tuned R (ARWM)",
+         "slope of the EJD ratio"],
+        [[k, f"{a:.2f}", f"{b:.2f}", f"{c:.2f}"] for k, a, b, c in slopes])
+    return table, slope_table
 
 
 def table1(draws: int, tune: int, fhmm_seed: int = 0,
@@ -310,11 +306,10 @@ def flatness_scan(seeds) -> dict[int, float]:
 
 
 def fhmm_against_paper(scaling_rows, flatness: dict[int, float], chosen: int, other_seeds,
-                       tune_steps: int, steps: int) -> list[str]:
+                       tune_steps: int, steps: int) -> str:
     """The paper's FHMM EJD (Table 11, C2) next to ours on the density of its code: by L
     for the chosen simulation (from the scaling rows) and at L = 1000 for other seeds."""
-    lines = ["| L | seed | RWM-1 acceptance (paper: 0.79) | tuned R (ALBP) | EJD ALBP | "
-             "paper EJD ALBP | EJD ARWM | paper EJD ARWM |", "|---|---|---|---|---|---|---|---|"]
+    lines = []
     rows = [dict(r, seed=chosen) for r in scaling_rows if r["kind"] == FHMM_CODE]
     for seed in other_seeds:
         model = build(FHMM_CODE, 1000, "C2", seed=seed)
@@ -331,60 +326,82 @@ def fhmm_against_paper(scaling_rows, flatness: dict[int, float], chosen: int, ot
             rwm1 = flatness[row["seed"]]
         else:
             rwm1 = rwm1_acceptance(build(FHMM_CODE, row["size"], "C2", seed=row["seed"]))
-        lines.append(f"| {row['size']} | {row['seed']} | {rwm1:.2f} | {row['R_LBP']:.1f} | "
-                     f"{row['ejd_LBP']:.1f} | {PAPER_FHMM_EJD['ALBP'][row['size']]:.1f} | "
-                     f"{row['ejd_RWM']:.2f} | {PAPER_FHMM_EJD['ARWM'][row['size']]:.2f} |")
-    return lines
+        lines.append([row["size"], row["seed"], f"{rwm1:.2f}", f"{row['R_LBP']:.1f}",
+                      f"{row['ejd_LBP']:.1f}", f"{PAPER_FHMM_EJD['ALBP'][row['size']]:.1f}",
+                      f"{row['ejd_RWM']:.2f}", f"{PAPER_FHMM_EJD['ARWM'][row['size']]:.2f}"])
+    return markdown_table(["L", "seed", "RWM-1 acceptance (paper: 0.79)", "tuned R (ALBP)",
+                           "EJD ALBP", "paper EJD ALBP", "EJD ARWM", "paper EJD ARWM"], lines)
 
 
-def main(quick: bool = False) -> None:
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python -m benchmarks.run_paper" + (" --quick" if quick else "")
-    if quick:
-        configs = ("C2",)
-        scales = {"LBP": np.unique(np.geomspace(1, 400, 9).round()),
-                  "RWM": np.array([1, 2, 3, 4, 6, 8])}
-        burn, steps = 300, 200
-        sizes = {"Bernoulli": (100, 800, 6400), "Ising": (20, 50)}
-        tune_steps, scaling_steps = 600, 300
-        draws = tune = 500
-    else:
-        configs = ("C1", "C2", "C3")
-        scales = {"LBP": np.unique(np.geomspace(1, 800, 16).round()),
-                  "RWM": np.array([1, 2, 3, 4, 5, 6, 8, 10, 12, 16])}
-        burn, steps = 5000, 1000
-        sizes = {"Bernoulli": (100, 800, 6400), "Ising": (20, 50, 100),
-                 "FHMM": (200, 1000, 4000), FHMM_CODE: (200, 1000, 4000)}
-        tune_steps, scaling_steps = 3000, 2000
-        draws = tune = 3000
+@dataclass(frozen=True)
+class Budget:
+    """What one run size sweeps and samples."""
+
+    configs: tuple
+    scales: dict
+    burn: int  # steps of the tuned ALBP run every chain of a sweep starts after
+    steps: int  # steps per R of a sweep
+    curve_sizes: dict
+    sizes: dict  # the targets' sizes against N
+    tune_steps: int
+    scaling_steps: int
+    draws: int  # Table 1: draws and tuning draws per chain
+    table1: tuple  # its targets (kind, size)
+    fhmm: bool  # the FHMM against the paper's Table 11, and the scan for its simulation
+
+
+BUDGETS = {
+    "full": Budget(("C1", "C2", "C3"),
+                   {"LBP": np.unique(np.geomspace(1, 800, 16).round()),
+                    "RWM": np.array([1, 2, 3, 4, 5, 6, 8, 10, 12, 16])},
+                   5000, 1000, CURVE_SIZES,
+                   {"Bernoulli": (100, 800, 6400), "Ising": (20, 50, 100),
+                    "FHMM": (200, 1000, 4000), FHMM_CODE: (200, 1000, 4000)},
+                   3000, 2000, 3000, (("Bernoulli", 800), ("Ising", 50), (FHMM_CODE, 1000)),
+                   True),
+    # quick: no FHMM in Table 1 (its exact-ratio steps take ~10 s each to compile)
+    "quick": Budget(("C2",), {"LBP": np.unique(np.geomspace(1, 400, 9).round()),
+                              "RWM": np.array([1, 2, 3, 4, 6, 8])},
+                    300, 200, CURVE_SIZES, {"Bernoulli": (100, 800, 6400), "Ising": (20, 50)},
+                    600, 300, 500, (("Bernoulli", 800), ("Ising", 50)), False),
+    "smoke": Budget(("C2",), {"LBP": np.array([1.0, 4.0]), "RWM": np.array([1, 2])},
+                    20, 10, {"Bernoulli": 50, "Ising": 6, "FHMM": 20, FHMM_CODE: 20},
+                    {"Bernoulli": (20, 50), "Ising": (5, 6)}, 30, 10, 30,
+                    (("Bernoulli", 50), ("Ising", 6)), False),
+}
+
+
+def main(quick: bool = False, smoke: bool = False) -> None:
+    size = size_name(quick, smoke)
+    b = BUDGETS[size]
+    configs, scales, burn, steps = b.configs, b.scales, b.burn, b.steps
+    tune_steps, scaling_steps, draws = b.tune_steps, b.scaling_steps, b.draws
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         # the code's FHMM: the simulation whose posterior is as flat as the paper's
-        flatness = {} if quick else flatness_scan(FHMM_SCAN_SEEDS)
+        flatness = flatness_scan(FHMM_SCAN_SEEDS) if b.fhmm else {}
         fhmm_seed = (min(flatness, key=lambda k: abs(flatness[k] - PAPER_FHMM_RWM1))
                      if flatness else 0)
         print("Efficiency curves ...", flush=True)
-        points = efficiency_curves(configs, scales, burn, steps, fhmm_seed)
-        efficiency_lines = plot_efficiency(points, configs)
+        points = efficiency_curves(configs, scales, burn, steps, fhmm_seed, b.curve_sizes)
+        efficiency_table = plot_efficiency(points, configs)
         print("Scaling ...", flush=True)
-        scaling_rows = scaling(sizes, tune_steps, scaling_steps, fhmm_seed)
-        scaling_lines, slope_lines = plot_scaling(scaling_rows)
+        scaling_rows = scaling(b.sizes, tune_steps, scaling_steps, fhmm_seed)
+        scaling_table, slope_table = plot_scaling(scaling_rows)
         others = [k for k in FHMM_COMPARED_SEEDS if k != fhmm_seed]
-        fhmm_lines = ([] if quick else
-                      fhmm_against_paper(scaling_rows, flatness, fhmm_seed, others,
-                                         tune_steps, scaling_steps))
+        fhmm_table = (fhmm_against_paper(scaling_rows, flatness, fhmm_seed, others,
+                                         tune_steps, scaling_steps) if b.fhmm else "")
         print("Table 1 ...", flush=True)
-        # --quick: no FHMM (its exact-ratio steps take ~10 s each to compile)
-        tables = (table1(draws, tune, targets=(("Bernoulli", 800), ("Ising", 50))) if quick
-                  else table1(draws, tune, fhmm_seed))
+        tables = table1(draws, draws, fhmm_seed, targets=b.table1)
     minutes = (time.perf_counter() - start) / 60
-    fmt_flatness = ", ".join(f"{v:.2f}" for v in flatness.values()) or "not scanned (--quick)"
+    fmt_flatness = (", ".join(f"{v:.2f}" for v in flatness.values())
+                    or f"not scanned (--{size})")
     table_text = "\n\n".join(f"#### {kind} (C2)\n\n{t}" for kind, t in tables.items())
+    tune = draws
     write_section("paper", f"""## The optimal-scaling paper reproduced (section 6, Appendix D)
 
-Produced by `{command}` on {stamp} ({minutes:.1f} min).
-Machine: {machine_description()}.
+{provenance("run_paper", size, minutes=minutes)}
 
 Two FHMMs. **"FHMM"** is the model as the paper writes it (eq. (185)): the Markov chain
 runs over the K = 5 components within each time step, so the posterior is a product over
@@ -423,7 +440,7 @@ fitted constant per curve; dashed: the optima 0.574 and 0.234. "Acceptance at th
 point" is the acceptance of the sweep point with the largest EJD (the sweep is coarse,
 so it brackets the optimum rather than hits it).
 
-{chr(10).join(efficiency_lines)}
+{efficiency_table}
 
 ![efficiency curves](paper_efficiency.png)
 
@@ -433,9 +450,9 @@ R tuned by the steps' own tuner ({tune_steps} steps toward 0.574 / 0.234, from t
 of a tuned ALBP run), then EJD over {scaling_steps} steps at the frozen R. Theory: ALBP's R and the EJD ratio grow as
 N^(2/3), ARWM's R stays O(1).
 
-{chr(10).join(slope_lines)}
+{slope_table}
 
-{chr(10).join(scaling_lines)}
+{scaling_table}
 
 ![scaling](paper_scaling.png)
 
@@ -444,9 +461,9 @@ N^(2/3), ARWM's R stays O(1).
 ALBP (Barker weights, exact ratios) and ARWM as in the scaling table; seed {fhmm_seed} at
 every L (rows from the scaling table; one W at every L, as in the paper's code), other
 seeds at L = 1000 (other simulations of W, b, x and y). RWM-1's acceptance follows the
-paper's protocol (10000 steps from a random start, the last half). {"Not run by --quick." if quick else ""}
+paper's protocol (10000 steps from a random start, the last half). {"" if b.fhmm else f"Not run by --{size}."}
 
-{chr(10).join(fhmm_lines)}
+{fhmm_table}
 
 ### Table 1 (C2), through `pm.sample`
 
@@ -458,4 +475,4 @@ scale fixed at 1. ESS is ArviZ's bulk ESS of the log density (and the median ove
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    cli(main)

@@ -1,4 +1,4 @@
-"""PAS benchmark (issue: the path auxiliary sampler with an adaptive path length).
+"""The path auxiliary sampler (PAS, PAFS) and its adaptive path length.
 
 1. Parity model (path auxiliary paper, section 5.2; p = 100, U in {1, 3, 5}): error
    ``||mean of the draws - 1/2||_2`` against the number of draws for PAS with its
@@ -11,37 +11,34 @@
 3. Path length: EJD per second of PAFS on the Ising 50x50 for a sweep of fixed X, with
    the tuned X marked; plot ``benchmarks/path_length.png``.
 
-Writes its section of ``benchmarks/RESULTS.md``. Run with
-``python -m benchmarks.run_path`` (part of ``make bench``; ``--quick`` for small sizes).
+Writes the sections ``path-parity``, ``path-compare`` and ``path-length`` of
+``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_path`` (``--quick``,
+``--smoke``: smaller sizes; ``--parts=parity,compare,length``: some of the three).
 """
 
 from __future__ import annotations
 
-import datetime
 import sys
 import time
 import warnings
-from pathlib import Path
+from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pymc as pm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pymc as pm  # noqa: E402
-
-import pymc_discrete as pmd  # noqa: E402
-from benchmarks.harness import (  # noqa: E402
+import pymc_discrete as pmd
+from benchmarks.harness import (
     format_table,
-    machine_description,
+    markdown_table,
     measure,
+    provenance,
+    save_figure,
+    size_name,
+    subplots,
     write_section,
 )
-from pymc_discrete.example_models import fhmm_model, ising_model, parity_model  # noqa: E402
+from pymc_discrete.example_models import fhmm_model, ising_model, parity_model
 
-ROOT = Path(__file__).resolve().parents[1]
-
-OUT = ROOT / "benchmarks"
 PARITY_SAMPLERS = {
     "PAS (defaults)": (lambda m: pmd.PAS([m["x"]]), True),
     "PAS (exact, X=5)": (
@@ -68,12 +65,13 @@ def _running_error(draws: np.ndarray) -> np.ndarray:
     return np.sqrt(((means - 0.5) ** 2).sum(axis=1))
 
 
-def parity(draws: int, tune: int, chains: int, p: int = 100):
+def parity(draws: int, tune: int, chains: int, p: int = 100,
+           us: tuple[float, ...] = (1.0, 3.0, 5.0)) -> str:
     """Error of the mean estimate on the parity model; returns table lines and curves."""
     curves: dict[tuple[float, str], np.ndarray] = {}
     seconds: dict[tuple[float, str], float] = {}
     scales: dict[tuple[float, str], str] = {}
-    for u in (1.0, 3.0, 5.0):
+    for u in us:
         model = parity_model(p, u)
         for label, (make_step, tunes) in PARITY_SAMPLERS.items():
             print(f"  parity U={u:g}: {label}", flush=True)
@@ -90,15 +88,15 @@ def parity(draws: int, tune: int, chains: int, p: int = 100):
                                   if "scaling" in stats else "")
             x = idata.posterior["x"].values.astype(float)
             curves[(u, label)] = np.array([_running_error(x[c]) for c in range(chains)])
-    lines = ["| U | sampler | error after all draws (mean +- sd over chains) | "
-             "seconds (all chains) | tuned scale |", "|---|---|---|---|---|"]
+    lines = []
     for (u, label), errors in curves.items():
         final = errors[:, -1]
-        lines.append(f"| {u:g} | {label} | {final.mean():.3f} +- {final.std():.3f} | "
-                     f"{seconds[(u, label)]:.1f} | {scales[(u, label)]} |")
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=True)
+        lines.append([f"{u:g}", label, f"{final.mean():.3f} +- {final.std():.3f}",
+                      f"{seconds[(u, label)]:.1f}", scales[(u, label)]])
+    fig, axes = subplots(1, len(us), figsize=(14, 4), sharey=True, squeeze=False)
+    axes = axes[0]
     steps = np.arange(1, draws + 1)
-    for ax, u in zip(axes, (1.0, 3.0, 5.0)):
+    for ax, u in zip(axes, us):
         for label in PARITY_SAMPLERS:
             errors = curves[(u, label)]
             mean, sd = errors.mean(axis=0), errors.std(axis=0)
@@ -111,18 +109,21 @@ def parity(draws: int, tune: int, chains: int, p: int = 100):
     axes[0].set_ylabel("||mean estimate - 1/2||")
     axes[-1].legend()
     fig.tight_layout()
-    fig.savefig(OUT / "path_parity.png", dpi=100)
-    return lines, curves
+    save_figure(fig, "path_parity.png")
+    return markdown_table(["U", "sampler", "error after all draws (mean +- sd over chains)",
+                           "seconds (all chains)", "tuned scale"], lines)
 
 
-def comparisons(draws: int, tune: int, exact_draws: int, gibbs_draws: int):
-    """ESS/s and EJD on the Ising 50x50 and the FHMM posterior."""
+def comparisons(draws: int, tune: int, exact_draws: int, gibbs_draws: int, side: int = 50,
+                length: int = 1000) -> dict[str, str]:
+    """ESS/s and EJD on the Ising lattice and the FHMM posterior."""
     tables = {}
     models = {
-        "Ising 50x50 (C2)": (ising_model(50, "C2"), (50, 50)),
-        "FHMM L=1000, K=5 (C2)": (fhmm_model(1000, 5, 1.0), (1000, 5)),
+        f"Ising {side}x{side} (C2)": ising_model(side, "C2"),
+        f"FHMM L={length}, K=5 (C2)": fhmm_model(length, 5, 1.0),
     }
-    for name, (model, shape) in models.items():
+    for name, model in models.items():
+        shape = model.initial_point()["x"].shape
         start = {"x": np.random.default_rng(0).integers(0, 2, shape)}
         runs = [
             ("PAFS (gradient)", lambda m: pmd.PAS([m["x"]], proposal="gradient"), draws, tune),
@@ -140,14 +141,14 @@ def comparisons(draws: int, tune: int, exact_draws: int, gibbs_draws: int):
             print(f"  {name}: {label}", flush=True)
             rows.append(measure(model, label, make_step, draws=n_draws, tune=n_tune, seed=2,
                                 initvals=start))
-        tables[name] = (format_table(rows, baseline="BinaryGibbsMetropolis"), runs)
+        tables[name] = format_table(rows, baseline="BinaryGibbsMetropolis")
     return tables
 
 
-def path_length_sweep(draws: int, tune: int, lengths: tuple[float, ...]):
-    """EJD per second of PAFS with fixed X against the tuned X on the Ising 50x50."""
-    model = ising_model(50, "C2")
-    start = {"x": np.random.default_rng(0).integers(0, 2, (50, 50))}
+def path_length_sweep(draws: int, tune: int, lengths: tuple[float, ...], side: int = 50):
+    """EJD per second of PAFS with fixed X against the tuned X on the Ising lattice."""
+    model = ising_model(side, "C2")
+    start = {"x": np.random.default_rng(0).integers(0, 2, (side, side))}
     fixed = []
     for x_len in lengths:
         print(f"  path length sweep: X = {x_len:g}", flush=True)
@@ -160,49 +161,69 @@ def path_length_sweep(draws: int, tune: int, lengths: tuple[float, ...]):
     tuned = measure(model, "tuned", lambda m: pmd.PAS([m["x"]], proposal="gradient"),
                     draws=draws, tune=tune,
                     seed=5, initvals=start)
-    lines = ["| X | acceptance | EJD | ms/draw | EJD per second |", "|---|---|---|---|---|"]
+    lines = []
     for x_len, r in fixed + [(tuned.scale, tuned)]:
         name = f"{x_len:.1f} (tuned)" if r is tuned else f"{x_len:g}"
-        lines.append(f"| {name} | {r.accept:.3f} | {r.ejd:.1f} | {r.time_per_draw_ms:.3f} | "
-                     f"{r.ejd / r.time_per_draw_ms * 1e3:.0f} |")
-    fig, ax = plt.subplots(figsize=(6, 4))
+        lines.append([name, f"{r.accept:.3f}", f"{r.ejd:.1f}", f"{r.time_per_draw_ms:.3f}",
+                      f"{r.ejd / r.time_per_draw_ms * 1e3:.0f}"])
+    fig, ax = subplots(figsize=(6, 4))
     xs = [x for x, _ in fixed]
     ax.plot(xs, [r.ejd / r.time_per_draw_ms * 1e3 for _, r in fixed], "o-", label="fixed X")
     ax.axvline(tuned.scale, color="k", ls="--", label=f"tuned X = {tuned.scale:.0f}")
     ax.set_xscale("log")
     ax.set_xlabel("mean path length X")
     ax.set_ylabel("EJD per second")
-    ax.set_title("PAFS on the Ising 50x50 (C2)")
+    ax.set_title(f"PAFS on the Ising {side}x{side} (C2)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(OUT / "path_length.png", dpi=100)
+    save_figure(fig, "path_length.png")
     best = max(fixed, key=lambda item: item[1].ejd / item[1].time_per_draw_ms)
-    return lines, tuned, best
+    table = markdown_table(["X", "acceptance", "EJD", "ms/draw", "EJD per second"], lines)
+    return table, tuned, best
 
 
 PARTS = ("parity", "compare", "length")
 
 
-def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    if quick:
-        parity_draws, parity_tune, parity_chains = 400, 150, 2
-        draws, tune, exact_draws, gibbs_draws = 300, 300, 50, 10
-        sweep = (1.5, 8, 64, 256)
-        sweep_draws = 300
-    else:
-        parity_draws, parity_tune, parity_chains = 20000, 1000, 3
-        draws, tune, exact_draws, gibbs_draws = 10000, 3000, 200, 150
-        sweep = (1.5, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-        sweep_draws = 1500
-    command = "python -m benchmarks.run_path" + (" --quick" if quick else "")
-    head = f"Produced by `{command}` on {stamp}.\nMachine: {machine_description()}."
+@dataclass(frozen=True)
+class Budget:
+    """Draws per chain of one run size."""
+
+    parity_draws: int
+    parity_tune: int
+    parity_chains: int
+    parity_sites: int
+    us: tuple  # the parity model's U
+    draws: int  # PAFS and ALBP (as many tuning draws)
+    exact_draws: int  # PAS with exact ratios
+    gibbs_draws: int
+    side: int  # the Ising lattice of the comparison and the sweep
+    length: int  # the FHMM's
+    sweep: tuple
+    sweep_draws: int
+
+
+BUDGETS = {
+    "full": Budget(20000, 1000, 3, 100, (1.0, 3.0, 5.0), 10000, 200, 150, 50, 1000,
+                   (1.5, 2, 4, 8, 16, 32, 64, 128, 256, 512), 1500),
+    "quick": Budget(400, 150, 2, 100, (1.0, 3.0, 5.0), 300, 50, 10, 50, 1000, (1.5, 8, 64, 256), 300),
+    "smoke": Budget(40, 20, 2, 12, (3.0,), 40, 10, 4, 8, 30, (1.5, 8), 30),
+}
+
+
+def main(quick: bool = False, smoke: bool = False, parts: tuple[str, ...] = PARTS) -> None:
+    size = size_name(quick, smoke)
+    b = BUDGETS[size]
+    parity_draws, parity_tune, parity_chains = b.parity_draws, b.parity_tune, b.parity_chains
+    draws, tune, exact_draws, gibbs_draws = b.draws, b.draws, b.exact_draws, b.gibbs_draws
+    sweep, sweep_draws = b.sweep, b.sweep_draws
+    head = provenance("run_path", size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         if "parity" in parts:
             print("Parity model ...", flush=True)
-            parity_lines, _ = parity(parity_draws, parity_tune, parity_chains)
-            write_section("path-parity", f"""## PAS: parity model (p = 100), error of the mean estimate
+            parity_table = parity(parity_draws, parity_tune, parity_chains, b.parity_sites, b.us)
+            write_section("path-parity", f"""## PAS: parity model (p = {b.parity_sites}), error of the mean estimate
 
 {head}
 
@@ -210,7 +231,7 @@ def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> None:
 {parity_draws} draws (after {parity_tune} tuning draws for the adaptive samplers) from the
 all-zeros state. LBP-1 is ALBP with R fixed at 1 (every single-site move changes the
 parity, so it is accepted with probability about e^-U). BinaryGibbsMetropolis sweeps
-all 100 sites per draw, so its draws cost 100 log density evaluations. PAS (exact,
+all {b.parity_sites} sites per draw, so its draws cost {b.parity_sites} log density evaluations. PAS (exact,
 X=5) is the paper's PAS-5. PAS tunes X for the expected jump per unit of cost (longer
 against shorter paths of the same X); tuning X toward an acceptance rate of 0.574 fails
 here: odd paths change the parity and are rejected, so the acceptance *rises* with X
@@ -222,16 +243,15 @@ e^U better than any other move, so its even paths mostly return to x; PAS's defa
 along the path, here from the relaxation's gradient, whose single-site ratios are exact
 for this multilinear model.
 
-{chr(10).join(parity_lines)}
+{parity_table}
 
 ![parity](path_parity.png)
 """)
         if "compare" in parts:
             print("Ising and FHMM ...", flush=True)
-            tables = comparisons(draws, tune, exact_draws, gibbs_draws)
-            comparison_text = "\n\n".join(
-                f"### {name}\n\n{table}" for name, (table, _) in tables.items()
-            )
+            tables = comparisons(draws, tune, exact_draws, gibbs_draws, b.side, b.length)
+            comparison_text = "\n\n".join(f"### {name}\n\n{table}"
+                                           for name, table in tables.items())
             write_section("path-compare", f"""## PAS: ESS per second against PyMC's Gibbs sampler
 
 {head}
@@ -248,8 +268,8 @@ and tuning draws, so the same number of M-H steps): it spreads PyMC's per-draw o
 """)
         if "length" in parts:
             print("Path length sweep ...", flush=True)
-            sweep_lines, tuned, best = path_length_sweep(sweep_draws, sweep_draws, sweep)
-            write_section("path-length", f"""## PAS: tuned path length against the best fixed one (Ising 50x50, PAFS)
+            sweep_table, tuned, best = path_length_sweep(sweep_draws, sweep_draws, sweep, b.side)
+            write_section("path-length", f"""## PAS: tuned path length against the best fixed one (Ising {b.side}x{b.side}, PAFS)
 
 {head}
 
@@ -257,7 +277,7 @@ and tuning draws, so the same number of M-H steps): it spreads PyMC's per-draw o
 "tuned" row, as PAS does by default: for the expected jump per unit of cost). The tuned
 X is {tuned.scale:.1f}; the fixed X with the largest EJD per second is {best[0]:g}.
 
-{chr(10).join(sweep_lines)}
+{sweep_table}
 
 ![path length](path_length.png)
 """)
@@ -265,5 +285,5 @@ X is {tuned.scale:.1f}; the fixed X with the largest EJD per second is {best[0]:
 
 if __name__ == "__main__":
     chosen = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--parts=")), None)
-    main(quick="--quick" in sys.argv,
+    main(quick="--quick" in sys.argv, smoke="--smoke" in sys.argv,
          parts=tuple(chosen.split(",")) if chosen else PARTS)

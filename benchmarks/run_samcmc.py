@@ -1,4 +1,5 @@
-"""SAMCMC benchmark (issue: SA-MCMC, a tuning-free step method for continuous variables).
+"""SAMCMC, the tuning-free step method for continuous variables, against PyMC's
+gradient-free samplers.
 
 ESS per logp evaluation and per second of SAMCMC against PyMC's gradient-free samplers,
 `pm.Metropolis` (its scale tuned during the tune phase) and `pm.DEMetropolisZ`:
@@ -11,15 +12,13 @@ ESS per logp evaluation and per second of SAMCMC against PyMC's gradient-free sa
 
 PyMC's samplers do one logp evaluation per draw; SAMCMC does ``steps_per_draw`` (and N
 for its initial population), and runs fewer draws for a similar number of evaluations.
-ESS per evaluation counts the post-tuning evaluations. Writes its section of
-``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_samcmc`` (``--quick``:
-fewer draws and dimensions).
+ESS per evaluation counts the post-tuning evaluations. Writes the section ``samcmc`` of
+``benchmarks/RESULTS.md``. Run with ``python -m benchmarks.run_samcmc`` (``--quick``,
+``--smoke``: fewer draws and dimensions).
 """
 
 from __future__ import annotations
 
-import datetime
-import sys
 import time
 import warnings
 
@@ -28,7 +27,7 @@ import numpy as np
 import pymc as pm
 
 import pymc_discrete as pmd
-from benchmarks.harness import machine_description, write_section
+from benchmarks.harness import cli, markdown_table, provenance, size_name, write_section
 
 SAMPLERS = {
     "SAMCMC": lambda m: pmd.SAMCMC(model=m),
@@ -67,14 +66,17 @@ def digits_logistic_regression() -> pm.Model:
 
 
 def run(model: pm.Model, make_step, draws: int, tune: int, chains: int = 2,
-        evals_per_draw: int = 1) -> dict:
+        evals_per_draw: int = 1, least: tuple[int, int] = (1000, 200)) -> dict:
+    """Sample and measure; SAMCMC (``steps_per_draw`` iterations a draw) runs
+    ``max(least[0], draws / steps_per_draw)`` draws after
+    ``max(least[1], tune / steps_per_draw)``."""
     with model:
         step = make_step(model)
         per_draw = getattr(step, "steps_per_draw", 1)  # SAMCMC: iterations per draw
         if per_draw > 1:
             evals_per_draw *= per_draw
-            draws = max(1000, draws // per_draw)
-            tune = max(200, tune // per_draw)
+            draws = max(least[0], draws // per_draw)
+            tune = max(least[1], tune // per_draw)
         start = time.perf_counter()
         idata = pm.sample(step=step, draws=draws, tune=tune, chains=chains, cores=1,
                           random_seed=1, progressbar=False, compute_convergence_checks=False)
@@ -92,22 +94,24 @@ def run(model: pm.Model, make_step, draws: int, tune: int, chains: int = 2,
 
 
 def table(rows: list[tuple[str, str, dict]]) -> str:
-    lines = ["| model | sampler | draws | evals per draw | accepted | min ESS | "
-             "min ESS per 1000 evals | min ESS/s | per eval vs Metropolis |",
-             "|---|---|---|---|---|---|---|---|---|"]
     base = {m: r for m, s, r in rows if s == "Metropolis"}
-    for model, sampler, r in rows:
-        lines.append(f"| {model} | {sampler} | {r['draws']} | {r['evals_per_draw']} | "
-                     f"{r['accept']:.3f} | {r['min_ess']:.0f} | "
-                     f"{1000 * r['per_eval']:.1f} | {r['per_s']:.1f} | "
-                     f"{r['per_eval'] / base[model]['per_eval']:.1f}x |")
-    return "\n".join(lines)
+    return markdown_table(
+        ["model", "sampler", "draws", "evals per draw", "accepted", "min ESS",
+         "min ESS per 1000 evals", "min ESS/s", "per eval vs Metropolis"],
+        [[model, sampler, r["draws"], r["evals_per_draw"], f"{r['accept']:.3f}",
+          f"{r['min_ess']:.0f}", f"{1000 * r['per_eval']:.1f}", f"{r['per_s']:.1f}",
+          f"{r['per_eval'] / base[model]['per_eval']:.1f}x"] for model, sampler, r in rows])
 
 
-def main(quick: bool = False) -> None:
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    dims = (2, 10) if quick else (2, 5, 10, 20, 50)
-    draws, tune = (2000, 1000) if quick else (10000, 5000)
+#: dimensions of the Gaussians, draws and tuning draws, SAMCMC's least draws and tuning
+BUDGETS = {"full": ((2, 5, 10, 20, 50), 10000, 5000, (1000, 200)),
+           "quick": ((2, 10), 2000, 1000, (1000, 200)),
+           "smoke": ((2,), 60, 30, (30, 20))}
+
+
+def main(quick: bool = False, smoke: bool = False) -> None:
+    size = size_name(quick, smoke)
+    dims, draws, tune, least = BUDGETS[size]
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -115,22 +119,22 @@ def main(quick: bool = False) -> None:
             model = correlated_gaussian(d)
             for label, make_step in SAMPLERS.items():
                 print(f"  Gaussian d={d}: {label}", flush=True)
-                rows.append((f"Gaussian d={d}", label, run(model, make_step, draws, tune)))
+                rows.append((f"Gaussian d={d}", label,
+                             run(model, make_step, draws, tune, least=least)))
         model = digits_logistic_regression()
         for label, make_step in SAMPLERS.items():
             print(f"  logistic regression: {label}", flush=True)
             # pm.Metropolis is not blocked: one step, one evaluation, per variable (w, b)
             evals = len(model.value_vars) if label == "Metropolis" else 1
             rows.append(("logistic regression (11 dims)", label,
-                         run(model, make_step, draws, tune, evals_per_draw=evals)))
-    command = "python -m benchmarks.run_samcmc" + (" --quick" if quick else "")
+                         run(model, make_step, draws, tune, evals_per_draw=evals,
+                             least=least)))
     text = f"""## SAMCMC: Sample Adaptive MCMC against PyMC's gradient-free samplers
 
-Produced by `{command}` on {stamp}.
-Machine: {machine_description()}.
+{provenance("run_samcmc", size)}
 
 PyMC's samplers: {draws} draws after {tune} tuning draws per chain; SAMCMC:
-max(1000, {draws} / steps_per_draw) draws after max(200, {tune} / steps_per_draw); 2
+max({least[0]}, {draws} / steps_per_draw) draws after max({least[1]}, {tune} / steps_per_draw); 2
 chains, `cores=1`. "min ESS" is the smallest bulk ESS over the coordinates (ArviZ).
 PyMC's samplers evaluate the log density once per draw, except pm.Metropolis on the
 logistic regression, which updates its two variables (w, b) in two steps; SAMCMC
@@ -152,4 +156,4 @@ MNIST), standard normal prior on the 11 coefficients.
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    cli(main)

@@ -15,24 +15,26 @@ ALBP's defaults over several seeds, 4 chains each: the share of draws after tuni
 changed the labels, per chain (its smallest over chains), the longest run of draws
 that changed nothing, and the r-hat of the cluster means.
 
-Run with ``python -m benchmarks.run_scale_mixture [--quick]``; writes the section
+Run with ``python -m benchmarks.run_scale_mixture [--quick | --smoke]``; writes the section
 ``scale_mixture`` of ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
-
-import datetime
-import sys
 
 import arviz as az
 import numpy as np
 import pymc as pm
 
 import pymc_discrete as pmd
-from benchmarks.harness import machine_description, spread_over_seeds, write_section
+from benchmarks.harness import (
+    cli,
+    markdown_table,
+    provenance,
+    size_name,
+    spread_over_seeds,
+    write_section,
+)
 from pymc_discrete.example_models import bernoulli_model, gallery_mixture, ising_model
-
-SEEDS = (1, 2, 3)
 
 
 def _longest_run(moved: np.ndarray) -> int:
@@ -43,11 +45,11 @@ def _longest_run(moved: np.ndarray) -> int:
     return best
 
 
-def cost_rows(draws: int, tune: int, seeds: tuple[int, ...]) -> list[str]:
-    """Markdown rows: EJD at the tuned scale, over all draws, and the share lost."""
+def cost_rows(draws: int, tune: int, seeds: tuple[int, ...], n: int, side: int) -> list:
+    """Table rows: EJD at the tuned scale, over all draws, and the share lost."""
     rows = []
-    for name, build in (("Bernoulli, N = 800", lambda: bernoulli_model(800)),
-                        ("Ising 50 x 50", lambda: ising_model(50))):
+    for name, build in ((f"Bernoulli, N = {n}", lambda: bernoulli_model(n)),
+                        (f"Ising {side} x {side}", lambda: ising_model(side))):
         tuned, mixed, lost = [], [], []
         for seed in seeds:
             with build() as model:
@@ -60,17 +62,17 @@ def cost_rows(draws: int, tune: int, seeds: tuple[int, ...]) -> list[str]:
             tuned.append(float(jumps[at_tuned].mean()))
             mixed.append(float(jumps.mean()))
             lost.append(100.0 * (1.0 - mixed[-1] / tuned[-1]))
-        rows.append(f"| {name} | {spread_over_seeds(tuned)} | {spread_over_seeds(mixed)} | "
-                    f"{spread_over_seeds(lost)} % |")
+        rows.append([name, spread_over_seeds(tuned), spread_over_seeds(mixed),
+                     f"{spread_over_seeds(lost)} %"])
     return rows
 
 
-def freeze_rows(draws: int, tune: int, seeds: tuple[int, ...]) -> list[str]:
-    """Markdown rows: per seed, the smallest share of moving draws over the chains, the
+def freeze_rows(draws: int, tune: int, seeds: tuple[int, ...], points: int) -> list:
+    """Table rows: per seed, the smallest share of moving draws over the chains, the
     longest run without a move and the largest tuned scale."""
     rows = []
     for seed in seeds:
-        with gallery_mixture():
+        with gallery_mixture(points):
             idata = pm.sample(draws, tune=tune, chains=4, cores=1, random_seed=seed,
                               step=pmd.ALBP(), progressbar=False,
                               compute_convergence_checks=False)
@@ -78,33 +80,37 @@ def freeze_rows(draws: int, tune: int, seeds: tuple[int, ...]) -> list[str]:
         moved = stats["jump_distance"].values > 0
         longest = max(_longest_run(m) for m in moved)
         rhat = float(az.rhat(idata, var_names=["means"])["means"].max())
-        rows.append(f"| {seed} | {moved.mean(axis=1).min():.3f} | {longest} | "
-                    f"{stats['scaling'].values[:, -1].max():.1f} | {rhat:.3f} |")
+        rows.append([seed, f"{moved.mean(axis=1).min():.3f}", longest,
+                     f"{stats['scaling'].values[:, -1].max():.1f}", f"{rhat:.3f}"])
     return rows
 
 
-def main(quick: bool = False) -> None:
-    """Measure and write the section (``quick``: fewer draws and seeds for the mixture)."""
-    draws, tune = (500, 500) if quick else (2000, 1000)
-    mixture_seeds = (1, 2, 3) if quick else (1, 2, 3, 4, 5, 6, 7, 2024)
-    cost = cost_rows(draws, tune, SEEDS)
-    freeze = freeze_rows(1000 if not quick else 300, 1000 if not quick else 300,
-                         mixture_seeds)
+#: draws (as many tuning draws) and seeds of the cost; of the mixture; sizes of the
+#: Bernoulli target, the Ising lattice and the mixture
+BUDGETS = {"full": (2000, 1000, (1, 2, 3), 1000, (1, 2, 3, 4, 5, 6, 7, 2024), 800, 50, 500),
+           "quick": (500, 500, (1, 2, 3), 300, (1, 2, 3), 800, 50, 500),
+           "smoke": (40, 40, (1,), 30, (1,), 50, 6, 40)}
+
+
+def main(quick: bool = False, smoke: bool = False) -> None:
+    """Measure and write the section (``quick``, ``smoke``: fewer draws and seeds)."""
+    size = size_name(quick, smoke)
+    draws, tune, seeds, mixture_draws, mixture_seeds, n, side, points = BUDGETS[size]
+    cost = cost_rows(draws, tune, seeds, n, side)
+    freeze = freeze_rows(mixture_draws, mixture_draws, mixture_seeds, points)
     body = "\n".join([
         "## Scale mixture after tuning",
         "",
-        f"`python -m benchmarks.run_scale_mixture{' --quick' if quick else ''}`, "
-        f"{datetime.date.today()}, {machine_description()}.",
+        provenance("run_scale_mixture", size),
         "",
         f"ALBP's defaults, 2 chains x {draws} draws after {tune}, seeds "
-        f"{', '.join(map(str, SEEDS))}: median (min-max) over seeds of the mean jump "
+        f"{', '.join(map(str, seeds))}: median (min-max) over seeds of the mean jump "
         "distance of the draws at the tuned scale, of all draws, and the share given up.",
         "",
-        "| target (C2) | EJD at the tuned scale | EJD of all draws | efficiency given up |",
-        "|---|---|---|---|",
-        *cost,
+        markdown_table(["target (C2)", "EJD at the tuned scale", "EJD of all draws",
+                        "efficiency given up"], cost),
         "",
-        "Gallery Gaussian mixture (500 labels), ALBP's defaults, 4 chains: per seed, the "
+        f"Gallery Gaussian mixture ({points} labels), ALBP's defaults, 4 chains: per seed, the "
         "smallest share of draws after tuning that changed the labels (over the chains), "
         "the longest run of draws that changed nothing, and the largest tuned scale (a "
         "chain whose scale was fitted to a mode it left late in tuning has a large one), "
@@ -113,13 +119,13 @@ def main(quick: bool = False) -> None:
         "very large moves are accepted) can stay there: the r-hat says so; the smaller "
         "scales keep it moving but do not make it leave.",
         "",
-        "| seed | smallest share of moving draws | longest run without a move | largest tuned scale | r-hat (means) |",
-        "|---|---|---|---|---|",
-        *freeze,
+        markdown_table(["seed", "smallest share of moving draws",
+                        "longest run without a move", "largest tuned scale", "r-hat (means)"],
+                       freeze),
     ])
     print(body)
     write_section("scale_mixture", body)
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv[1:])
+    cli(main)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks.harness import HEADER, write_section
 
 
@@ -177,3 +179,58 @@ def test_applied_tables_report_medians_spreads_and_unconverged_baselines():
     assert len({line.count("|") for line in ra.summary_table([result]).splitlines()}) == 1
     assert per_seed.count("\n") == 2 + 4 * 3 - 1  # every run of every seed
     assert "| no: r-hat 1.532 |" in per_seed
+
+
+def test_output_goes_to_the_folder_the_environment_names(tmp_path, monkeypatch):
+    from benchmarks import harness
+
+    monkeypatch.setenv(harness.OUTPUT, str(tmp_path / "out"))
+    assert harness.results_path() == tmp_path / "out" / "RESULTS.md"
+    harness.write_section("smoke", "## Smoke\n\nnumbers")
+    assert "## Smoke" in (tmp_path / "out" / "RESULTS.md").read_text()
+    fig, _ = harness.subplots()
+    assert harness.save_figure(fig, "plot.png").exists()
+    monkeypatch.delenv(harness.OUTPUT)
+    assert harness.results_path() == Path(harness.__file__).resolve().parent / "RESULTS.md"
+
+
+def test_tables_provenance_and_sizes():
+    import pytest
+
+    from benchmarks.harness import cell, markdown_table, provenance, size_name
+
+    assert markdown_table(["a", "b"], [[1, "x"], [2.5, "-"]]).splitlines() == [
+        "| a | b |", "|---|---|", "| 1 | x |", "| 2.5 | - |"]
+    with pytest.raises(ValueError, match="2 columns"):
+        markdown_table(["a", "b"], [[1]])
+    assert [cell(v, ".1f") for v in (1.26, float("nan"), None)] == ["1.3", "-", "-"]
+    assert [size_name(), size_name(quick=True), size_name(True, True)] == [
+        "full", "quick", "smoke"]
+    text = provenance("run_core", "quick", minutes=2.0, versions="; extra")
+    assert text.startswith("Produced by `python -m benchmarks.run_core --quick` on ")
+    assert "(the run took 2.0 min)." in text and text.endswith("; extra.")
+
+
+def test_profile_time_goes_to_the_owner_of_the_file_or_else_of_the_callers():
+    """run_scaling's attribution on a made-up profile: a builtin called from the kernel
+    and from an unowned helper that PyMC calls splits by the time under each caller."""
+    import pytest
+
+    from benchmarks import run_scaling as rs
+
+    folder = {owner: path for path, owner in rs._owner_folders()}
+    kernel = (folder[rs.KERNEL] + "albp.py", 1, "step")
+    loop = (folder[rs.PYMC] + "sampling/mcmc.py", 1, "loop")
+    helper = ("/usr/lib/python3.12/functools.py", 1, "wrapper")  # no owner
+    builtin = ("~", 0, "<built-in method numpy.sum>")
+    stats = {  # (calls, calls, own time, cumulative time, {caller: (.., .., own time, ..)})
+        loop: (1, 1, 0.1, 1.2, {}),
+        kernel: (2, 2, 0.2, 0.6, {loop: (2, 2, 0.2, 0.6)}),
+        helper: (1, 1, 0.1, 0.3, {loop: (1, 1, 0.1, 0.3)}),
+        builtin: (3, 3, 0.6, 0.6, {kernel: (2, 2, 0.4, 0.4), helper: (1, 1, 0.2, 0.2)}),
+    }
+    parts = rs.attribute(rs.Profile(stats, iterations=2, wall=1.2))
+    assert parts[rs.KERNEL] == pytest.approx((0.2 + 0.4) / 2)
+    assert parts[rs.PYMC] == pytest.approx((0.1 + 0.1 + 0.2) / 2)
+    assert parts[rs.STEP] == parts[rs.MODEL] == parts["other"] == 0.0
+    assert rs.top_functions(rs.Profile(stats, 2, 1.2), 1)[0][1] == pytest.approx(0.3)

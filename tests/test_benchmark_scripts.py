@@ -1,0 +1,85 @@
+"""Every benchmark script of ``benchmarks/run_all.py`` runs end to end at its smallest size
+(``main(smoke=True)``), so that a change to the package cannot break one unseen. The
+output goes to a temporary folder (``PYMC_DISCRETE_BENCH_OUT``), never to the committed
+``benchmarks/RESULTS.md`` and plots, and NumPyro is hidden as in ``make test`` (which does
+not install it): the scripts must leave its rows out and run the rest."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import run_all
+from benchmarks.harness import OUTPUT
+
+BENCHMARKS = Path(run_all.__file__).resolve().parent
+
+
+def _digests() -> dict[str, str]:
+    """The committed results and plots, by content."""
+    files = [BENCHMARKS / "RESULTS.md", *sorted(BENCHMARKS.glob("*.png"))]
+    return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.exists()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", run_all.SCRIPTS)
+def test_script_runs_at_its_smoke_size(name, tmp_path, monkeypatch):
+    monkeypatch.setenv(OUTPUT, str(tmp_path))
+    monkeypatch.setitem(sys.modules, "numpyro", None)  # "import numpyro" fails, as without it
+    committed = _digests()
+    run_all.run_script(name, "smoke")
+    assert _digests() == committed
+    text = (tmp_path / "RESULTS.md").read_text()
+    sections = text.count("<!-- begin:")
+    assert sections >= 1 and sections == text.count("<!-- end:")
+    assert text.count(f"Produced by `python -m benchmarks.{name} --smoke") == sections
+
+
+def test_run_all_lists_every_script():
+    scripts = {p.stem for p in BENCHMARKS.glob("run_*.py")} - {"run_all"}
+    assert sorted(scripts) == sorted(run_all.SCRIPTS)
+
+
+def _offences(path: Path) -> list[str]:
+    """Where ``path`` reads or sets an attribute starting with one underscore on anything
+    but itself and the benchmarks' own modules, or assigns an attribute of an imported
+    module or class (monkey-patching)."""
+    tree = ast.parse(path.read_text())
+    own, imported = {"self", "cls"}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                target = own if (node.module or "").startswith("benchmarks") else imported
+                target.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                target = own if alias.name.startswith("benchmarks") else imported
+                target.add((alias.asname or alias.name).split(".")[0])
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                and not node.attr.startswith("__"):
+            if not (isinstance(node.value, ast.Name) and node.value.id in own):
+                out.append(f"{path.name}:{node.lineno}: .{node.attr}")
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                    and t.value.id in imported:
+                out.append(f"{path.name}:{t.lineno}: {t.value.id}.{t.attr} = ...")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "setattr":
+            out.append(f"{path.name}:{node.lineno}: setattr(...)")
+    return out
+
+
+def test_scripts_use_the_public_api_only():
+    """No private attribute of the package (or of PyMC, PyTensor) is read, and nothing is
+    patched: a script times stages with a profiler, not by wrapping methods.
+    ``draw_digests.py`` is kept as it is (it reads none either)."""
+    offences = [o for p in sorted(BENCHMARKS.glob("*.py")) for o in _offences(p)]
+    assert offences == []
