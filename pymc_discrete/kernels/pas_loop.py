@@ -36,16 +36,18 @@ from pymc_discrete.kernels.common import metropolis_hastings
 from pymc_discrete.kernels.first_class import FirstClassTarget, calling_first_class
 from pymc_discrete.kernels.pas import (
     PathState,
-    _linearised_forward,
-    _linearised_reverse,
-    _move_logprob,
-    _seeded_draw_move,
-    _site_weights_reusing,
+    init_path_state,
+    path_draw,
+)
+from pymc_discrete.kernels.path_moves import (
     binary_forward,
     binary_reverse,
     binary_weights_reusing,
-    init_path_state,
-    path_draw,
+    linearised_forward,
+    linearised_reverse,
+    move_logprob,
+    seeded_draw_move,
+    site_weights_reusing,
 )
 from pymc_discrete.kernels.ratios import (
     _potentials_from_flips,
@@ -108,7 +110,7 @@ def _state_at(target, extra, y, old_x, old_potentials, old_weights, old_log_scal
         weights, log_scale = binary_weights_reusing(
             y, potentials, old_x, old_potentials, old_weights, old_log_scale, code)
     else:
-        weights, log_scale = _site_weights_reusing(
+        weights, log_scale = site_weights_reusing(
             y, potentials, old_x, old_potentials, old_weights, old_log_scale, code)
     return logp, potentials, weights, log_scale
 
@@ -122,7 +124,7 @@ def _pafs_proposal(target, extra, x, logp, potentials, log_scale, weights, lengt
         y, sites, previous, logq_forward = binary_forward(
             x, potentials, log_scale, weights, length, code, seed)
     else:
-        y, sites, previous, logq_forward = _linearised_forward(
+        y, sites, previous, logq_forward = linearised_forward(
             x, potentials, log_scale, weights, length, code, seed)
     if not logq_forward > -np.inf:
         return False, x, logp, potentials, log_scale, weights, 0.0
@@ -132,7 +134,7 @@ def _pafs_proposal(target, extra, x, logp, potentials, log_scale, weights, lengt
         logq_reverse = binary_reverse(
             y, potentials_y, log_scale_y, weights_y, sites, previous, code)
     else:
-        logq_reverse = _linearised_reverse(
+        logq_reverse = linearised_reverse(
             y, potentials_y, log_scale_y, weights_y, sites, previous, code)
     return True, y, logp_y, potentials_y, log_scale_y, weights_y, logq_reverse - logq_forward
 
@@ -149,14 +151,14 @@ def _pas_proposal(target, extra, x, logp, potentials, log_scale, weights, length
     for _ in range(length):
         z = z_x.copy()
         seed = rng.integers(0, 4294967296)  # kernel_seed(rng), the same number
-        i, c, logq_forward = _seeded_draw_move(tree, z_potentials, z, z_log_scale, code, seed)
+        i, c, logq_forward = seeded_draw_move(tree, z_potentials, z, z_log_scale, code, seed)
         if i < 0:
             return False, x, logp, potentials, log_scale, weights, 0.0
         z[i] = c
         logp_f, potentials_f, weights_f, log_scale_f = _state_at(
             target, extra, z, z_x, z_potentials, z_weights, z_log_scale, code)
         tree = tree_from_leaves(weights_f)  # also the next move's tree
-        logq_reverse = _move_logprob(tree, potentials_f, z, i, z_x[i], log_scale_f, code)
+        logq_reverse = move_logprob(tree, potentials_f, z, i, z_x[i], log_scale_f, code)
         log_q_ratio += logq_reverse - logq_forward
         z_x, z_logp, z_potentials, z_log_scale, z_weights = (
             z, logp_f, potentials_f, log_scale_f, weights_f)

@@ -8,13 +8,15 @@ import numpy as np
 import pytest
 
 from pymc_discrete.kernels.pas import (
-    _site_weights_at,
-    _site_weights_reusing,
+    path_logprob,
+)
+from pymc_discrete.kernels.path_moves import (
     binary_forward,
     binary_reverse,
     binary_weights_at,
     binary_weights_reusing,
-    path_logprob,
+    site_weights_at,
+    site_weights_reusing,
 )
 from pymc_discrete.kernels.ratios import potential_table
 from pymc_discrete.kernels.weights import weight_code
@@ -42,7 +44,7 @@ def test_binary_path_matches_general_code(weight, spread):
         x = rng.integers(0, 2, N_SITES)
         potentials = potential_table(x, _ratios(rng, spread))
         w_bin, s_bin = binary_weights_at(x, potentials, code)
-        w_gen, s_gen = _site_weights_at(x, potentials, code)
+        w_gen, s_gen = site_weights_at(x, potentials, code)
         np.testing.assert_allclose(
             _log_weights(w_bin, s_bin), _log_weights(w_gen, s_gen), rtol=1e-12, atol=1e-12
         )
@@ -89,7 +91,7 @@ def test_binary_weights_reusing_matches_fresh_weights(weight):
         potentials[:3] = potential_table(y[:3], rng.normal(0.0, 3.0, 3))  # moved sites
         potentials[3:6, 1 - x[3:6]] += shift  # sites whose ratios changed
         w, s = binary_weights_reusing(y, potentials, x, old, w_old, s_old, code)
-        w_ref, s_ref = _site_weights_reusing(y, potentials, x, old, w_old, s_old, code)
+        w_ref, s_ref = site_weights_reusing(y, potentials, x, old, w_old, s_old, code)
         np.testing.assert_allclose(
             _log_weights(w, s), _log_weights(w_ref, s_ref), rtol=1e-12, atol=1e-12
         )
