@@ -12,13 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytensor.tensor as pt
+from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.rewriting import inline_ofg_node
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import toposort, variable_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.elemwise import Elemwise
-from pytensor.tensor.math import Sum
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot, Sum
+from pytensor.tensor.shape import Reshape, SpecifyShape
 
 __all__ = ["block_pieces", "block_terms", "split_into_pieces", "without_checks"]
 
@@ -44,8 +48,14 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
     if node is None:
         return [term]
     op = node.op
-    if isinstance(op, Sum):
+    if isinstance(op, Sum | DimShuffle | Reshape | SpecifyShape):
+        # the same elements (or their sums), rearranged: the same total
         return split_into_pieces(node.inputs[0], block)
+    if isinstance(op, OpFromGraph):  # einsum and other composite ops: their inner graph
+        return split_into_pieces(_inlined(node)[node.outputs.index(term)], block)
+    contraction = _contraction_pieces(node, block)
+    if contraction is not None:
+        return [p for piece in contraction for p in split_into_pieces(piece, block)]
     if isinstance(op, Elemwise) and term.type.ndim == 0:
         scalar_op = op.scalar_op
         inputs = node.inputs
@@ -63,6 +73,36 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
                 factor = pt.mul(*[i for i in inputs if i is not dependent[0]])
                 return [factor * p for p in split_into_pieces(dependent[0], block)]
     return [term]
+
+
+def _inlined(node) -> list[Variable]:
+    """The outputs of a composite op's node as its inner graph on the node's inputs
+    (PyTensor's own inlining)."""
+    return inline_ofg_node(node)
+
+
+def _is_matrix_product(node) -> bool:
+    op = node.op
+    if isinstance(op, Blockwise):
+        op = op.core_op
+    return isinstance(op, Dot) and all(i.type.ndim == 2 for i in node.inputs)
+
+
+def _contraction_pieces(node, block: Sequence[Variable]) -> list[Variable] | None:
+    """A matrix product with one factor that does not depend on the block, as elementwise
+    pieces of the same total: ``sum(A @ B) = sum(colsum(A)[:, None] * B)`` and
+    ``sum(A @ B) = sum(A * rowsum(B)[None, :])``. A linear term written as a dot product
+    (``pt.dot(alpha, s)``, ``alpha @ s``, ``tensordot``, ``einsum``) then couples no sites,
+    as ``pt.sum(alpha * s)`` does not. None for any other node."""
+    if not _is_matrix_product(node):
+        return None
+    a, b = node.inputs
+    a_dependent, b_dependent = variable_depends_on(a, block), variable_depends_on(b, block)
+    if b_dependent and not a_dependent:
+        return [a.sum(axis=0)[:, None] * b]
+    if a_dependent and not b_dependent:
+        return [a * b.sum(axis=1)[None, :]]
+    return None
 
 
 def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable], Variable]:
