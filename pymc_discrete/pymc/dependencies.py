@@ -23,6 +23,7 @@ import numpy as np
 import pytensor
 import scipy.sparse as sp
 from pytensor.compile.mode import Mode
+from pytensor.compile.ops import DeepCopyOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import toposort
 from pytensor.raise_op import CheckAndRaise
@@ -202,6 +203,8 @@ def _rule(g: _Graph, node, in_deps: list) -> list:
     out_sizes = [g.size(o) for o in node.outputs]
     if isinstance(op, Shape | Shape_i):
         return [None] * len(node.outputs)  # shapes do not change with the values
+    if isinstance(op, ViewOp | DeepCopyOp):
+        return [in_deps[0]]  # the value itself (a pm.Deterministic is a ViewOp)
     if isinstance(op, Elemwise | CheckAndRaise | Alloc | SpecifyShape):
         # elementwise (CheckAndRaise: value + scalar conditions; Alloc and SpecifyShape:
         # value + scalar shapes): an element depends on the elements it broadcasts from

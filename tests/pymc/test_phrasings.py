@@ -79,3 +79,61 @@ def test_register_sweeps_every_phrasing_with_blocked_gibbs(phrasing):
     model = _lattice(FIELDS[phrasing])
     choice = pmd.recommend([model["x"]], model=model)
     assert choice.step is pmd.BlockedGibbs, choice.reason
+
+
+K = 3
+_GRID = np.arange(N).reshape(L, L)
+#: the edges of the lattice as a constant index list
+SRC = np.r_[_GRID[1:].ravel(), _GRID[:, 1:].ravel()]
+DST = np.r_[_GRID[:-1].ravel(), _GRID[:, :-1].ravel()]
+
+#: a Potts lattice's agreement count, written as users write it (z the labels)
+AGREEMENTS = {
+    "slices": lambda z: (pt.sum(pt.eq(z.reshape((L, L))[1:], z.reshape((L, L))[:-1]))
+                         + pt.sum(pt.eq(z.reshape((L, L))[:, 1:], z.reshape((L, L))[:, :-1]))),
+    "edge-list": lambda z: pt.sum(pt.eq(z[SRC], z[DST])),
+    "one-hot": lambda z: pt.sum(pt.eye(K)[z][SRC] * pt.eye(K)[z][DST]),
+    "one-hot-grid": lambda z: (
+        pt.sum(pt.eye(K)[z].reshape((L, L, K))[1:] * pt.eye(K)[z].reshape((L, L, K))[:-1])
+        + pt.sum(pt.eye(K)[z].reshape((L, L, K))[:, 1:]
+                 * pt.eye(K)[z].reshape((L, L, K))[:, :-1])),
+    "deterministic": lambda z: pt.sum(pm.Deterministic("agree", pt.eq(z[SRC], z[DST]))),
+    "dot-of-one-hot": lambda z: pt.sum(pt.eye(K)[z][SRC] @ np.eye(K) * pt.eye(K)[z][DST]),
+}
+
+
+def _potts(agreements, as_likelihood: bool = False) -> pm.Model:
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(K) / K, shape=N)
+        if as_likelihood:  # the same density as the likelihood of a CustomDist
+            pm.CustomDist("lattice", z, logp=lambda value, labels: 0.5 * agreements(labels)
+                          + 0.0 * value.sum(), observed=np.zeros(1))
+        else:
+            pm.Potential("lattice", 0.5 * agreements(z))
+    return model
+
+
+@pytest.mark.parametrize("phrasing", sorted(AGREEMENTS) + ["customdist"])
+def test_every_phrasing_of_a_potts_lattice_is_two_proven_colours(phrasing):
+    if phrasing == "customdist":
+        model = _potts(AGREEMENTS["edge-list"], as_likelihood=True)
+    else:
+        model = _potts(AGREEMENTS[phrasing])
+    point = model.initial_point()
+    value_vars = [model.rvs_to_values[model["z"]]]
+    exact = ExactRatios(model, value_vars, point,
+                        make_shared_replacements(point, value_vars, model),
+                        n_categories=np.full(N, K))
+    assert exact.structure.n_colours == 2 and exact.proven, exact.setup_report
+    logp = model.compile_logp()
+    z = np.random.default_rng(2).integers(0, K, N)
+    _, table = exact(z)
+    base = logp({"z": z})
+    for i in range(N):
+        for v in range(K):
+            if v == z[i]:
+                assert np.isnan(table[i, v])
+                continue
+            y = z.copy()
+            y[i] = v
+            assert table[i, v] == pytest.approx(logp({"z": y}) - base, abs=1e-9)
