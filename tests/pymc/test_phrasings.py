@@ -137,3 +137,77 @@ def test_every_phrasing_of_a_potts_lattice_is_two_proven_colours(phrasing):
             y = z.copy()
             y[i] = v
             assert table[i, v] == pytest.approx(logp({"z": y}) - base, abs=1e-9)
+
+
+T = 30
+_P = np.full((K, K), 0.1) + 0.7 * np.eye(K)
+LOG_P = np.log(_P / _P.sum(axis=1, keepdims=True))
+_Y = np.random.default_rng(3).normal(size=T)
+_DETECTIONS = np.random.default_rng(4).random((T, 5)) < 0.4
+
+
+def _applied(kind: str) -> pm.Model:
+    """A hidden Markov chain (2 colours), a mixture's labels and occupancy indicators (1
+    colour each), each written several ways."""
+    with pm.Model() as model:
+        if kind.startswith(("hmm", "mixture")):
+            z = pm.Categorical("z", np.ones(K) / K, shape=T)
+            mu = pm.Normal("mu", 0.0, 1.0, shape=K)
+        else:
+            z = pm.Bernoulli("z", 0.5, shape=T)
+            p = pm.Beta("p", 1.0, 1.0)
+        if kind == "hmm-index":
+            pm.Potential("chain", pt.sum(pt.as_tensor(LOG_P)[z[:-1], z[1:]]))
+        elif kind == "hmm-one-hot":
+            one_hot = pt.eye(K)[z]
+            pm.Potential("chain", pt.sum((one_hot[:-1] @ LOG_P) * one_hot[1:]))
+        elif kind == "hmm-flat-index":
+            pm.Potential("chain", pt.sum(pt.as_tensor(LOG_P).ravel()[z[:-1] * K + z[1:]]))
+        if kind.startswith("hmm") or kind == "mixture-index":
+            pm.Normal("y", mu[z], 1.0, observed=_Y)
+        elif kind == "mixture-one-hot":
+            pm.Normal("y", pt.eye(K)[z] @ mu, 1.0, observed=_Y)
+        elif kind == "mixture-potential":
+            pm.Potential("y", pt.sum(pm.logp(pm.Normal.dist(mu[z], 1.0), _Y)))
+        elif kind == "mixture-switch":
+            mean = pt.switch(pt.eq(z, 0), mu[0], pt.switch(pt.eq(z, 1), mu[1], mu[2]))
+            pm.Normal("y", mean, 1.0, observed=_Y)
+        elif kind == "occupancy-product":
+            pm.Bernoulli("y", z[:, None] * p, observed=_DETECTIONS)
+        elif kind == "occupancy-switch":
+            pm.Bernoulli("y", pt.switch(z[:, None], p, 0.0), observed=_DETECTIONS)
+        elif kind == "occupancy-outer":
+            pm.Bernoulli("y", pt.outer(z, pt.ones(5)) * p, observed=_DETECTIONS)
+    return model
+
+
+APPLIED = {"hmm-index": 2, "hmm-one-hot": 2, "hmm-flat-index": 2, "mixture-index": 1,
+           "mixture-one-hot": 1, "mixture-potential": 1, "mixture-switch": 1,
+           "occupancy-product": 1, "occupancy-switch": 1, "occupancy-outer": 1}
+
+
+@pytest.mark.parametrize("kind", sorted(APPLIED))
+def test_applied_models_in_several_phrasings(kind):
+    model = _applied(kind)
+    point = model.initial_point()
+    value_vars = [model.rvs_to_values[model["z"]]]
+    binary = kind.startswith("occupancy")
+    exact = ExactRatios(model, value_vars, point,
+                        make_shared_replacements(point, value_vars, model),
+                        n_categories=None if binary else np.full(T, K))
+    assert exact.structure.n_colours == APPLIED[kind] and exact.proven, exact.setup_report
+    logp = model.compile_logp()
+    z = np.random.default_rng(5).integers(0, 2 if binary else K, T)
+    if binary:  # a site with a detection is occupied (else the state is impossible)
+        z = np.maximum(z, _DETECTIONS.any(axis=1))
+    _, ratios = exact(z)
+    table = ratios[:, None] if binary else ratios
+    base = logp({**point, "z": z})
+    for i in range(T):
+        for v in range(2 if binary else K):
+            if v == z[i]:
+                continue
+            y = z.copy()
+            y[i] = v
+            column = 0 if binary else v
+            assert table[i, column] == pytest.approx(logp({**point, "z": y}) - base, abs=1e-9)
