@@ -84,6 +84,17 @@ class PathStepsInfo(NamedTuple):
     n_proposed: np.ndarray
     distance: np.ndarray
 
+    @classmethod
+    def from_steps(cls, steps: list) -> PathStepsInfo:
+        """Collect the :class:`~pymc_discrete.kernels.pas.PathStepInfo` of consecutive
+        steps (as :meth:`~pymc_discrete.kernels.common.StepsInfo.from_steps`)."""
+        return cls(
+            np.array([s.accept_prob for s in steps], dtype=np.float64),
+            np.array([s.accepted for s in steps], dtype=np.bool_),
+            np.array([s.n_proposed for s in steps], dtype=np.int64),
+            np.array([s.distance for s in steps], dtype=np.int64),
+        )
+
 
 def _potentials(x, ratios):
     """:func:`~pymc_discrete.kernels.ratios.potential_table`, callable from numba."""

@@ -170,7 +170,7 @@ def jump_per_second(step, gradient, exact, x0, starts, settings) -> tuple[bool, 
             # the trials' jumps are seeded; their timings are remembered
             trials.append(tuple(
                 measured(step, ("trial", k, name, scale), lambda source=source, name=name:
-                         step._trial_jumps(source, name, start, scale))
+                         trial_jumps(step, source, name, start, scale))
                 for source, name in ((gradient, "gradient"), (exact, "exact"))))
     finally:
         set_other_variables(step, False, rng)
@@ -208,6 +208,27 @@ def trial_acceptance(step, source, proposal: str, x: np.ndarray) -> float:
         state, info = kernel.step(state, step._min_scale(), rng)
         total += info.accept_prob
     return total / AUTO_TRIAL_STEPS
+
+
+def trial_jumps(step, source, proposal: str, x: np.ndarray,
+                scale: float) -> tuple[float, float]:
+    """Mean expected jump per step and seconds per step of a short run of the step's
+    kernel built on the ratio source ``source``, at mean path length ``scale`` (its own
+    generator: the chain's is left untouched; one untimed step first, so that compilation
+    is not counted)."""
+    kernel = step._make_kernel(source, proposal)
+    rng = np.random.default_rng(1)
+    state = kernel.init(x)
+    if not np.isfinite(state.logp):
+        return 0.0, 1.0
+    kernel.step(state, scale, rng)
+    total = 0.0
+    tick = time.perf_counter()
+    for _ in range(AUTO_TRIAL_STEPS):
+        state, info = kernel.step(state, scale, rng)
+        total += info.accept_prob * info.distance
+    seconds = (time.perf_counter() - tick) / AUTO_TRIAL_STEPS
+    return total / AUTO_TRIAL_STEPS, seconds
 
 
 def seconds_per_call(source, x: np.ndarray, repeats: int = 3) -> float:

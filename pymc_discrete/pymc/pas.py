@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 
 import numpy as np
 from pymc.step_methods.compound import Competence
@@ -22,7 +21,7 @@ from pymc_discrete.kernels.pas_loop import (
     init_compiled_path_state,
     pas_steps,
 )
-from pymc_discrete.pymc.auto_proposal import AUTO_TRIAL_STEPS, jump_per_second
+from pymc_discrete.pymc.auto_proposal import jump_per_second
 from pymc_discrete.pymc.informed_step import InformedStep
 from pymc_discrete.pymc.step_kernel import StepKernel, loop_run, python_run
 from pymc_discrete.pymc.validation import check_auto_or_bool
@@ -281,7 +280,7 @@ class PAS(InformedStep):
             def init(x):
                 return init_path_state(x, source, code)
 
-            return StepKernel(proposal, source, init, step, python_run(step, _path_steps_info))
+            return StepKernel(proposal, source, init, step, python_run(step, PathStepsInfo.from_steps))
 
         # the other variables' current values are read at every call (PyMC replaces them)
         def init(x):
@@ -296,7 +295,7 @@ class PAS(InformedStep):
                              linearised=linearised)
 
         return StepKernel(proposal, source, init, step,
-                          loop_run(step, loop, _path_steps_info))
+                          loop_run(step, loop, PathStepsInfo.from_steps))
 
     def _observe_draw(self, state, info, scale: float) -> None:
         """While X is tuned for the jump per cost, each step's expected jump, cost and
@@ -311,26 +310,6 @@ class PAS(InformedStep):
 
     _auto_criterion = staticmethod(jump_per_second)
     _trial_exact_gradient = True
-
-    def _trial_jumps(self, source, proposal: str, x: np.ndarray,
-                     scale: float) -> tuple[float, float]:
-        """Mean expected jump per step and seconds per step of a short run of this
-        step's kernel with the ratio source ``source`` at mean path length ``scale`` (its
-        own generator: the chain's is left untouched; one untimed step first, so that
-        compilation is not counted)."""
-        kernel = self._make_kernel(source, proposal)
-        rng = np.random.default_rng(1)
-        state = kernel.init(x)
-        if not np.isfinite(state.logp):
-            return 0.0, 1.0
-        kernel.step(state, scale, rng)
-        total = 0.0
-        tick = time.perf_counter()
-        for _ in range(AUTO_TRIAL_STEPS):
-            state, info = kernel.step(state, scale, rng)
-            total += info.accept_prob * info.distance
-        seconds = (time.perf_counter() - tick) / AUTO_TRIAL_STEPS
-        return total / AUTO_TRIAL_STEPS, seconds
 
     def _check_start(self, x: np.ndarray, logp: float) -> None:
         """The relaxation check, deferred to the first point of positive probability,
@@ -374,14 +353,3 @@ class PAS(InformedStep):
             return min(upper, bound)
         proposal = self.proposal if proposal is None else proposal
         return upper if proposal == "gradient" else min(upper, 32.0)
-
-
-def _path_steps_info(infos: list) -> PathStepsInfo:
-    """The :class:`~pymc_discrete.kernels.pas.PathStepInfo` of consecutive steps as one
-    :class:`~pymc_discrete.kernels.pas_loop.PathStepsInfo`."""
-    return PathStepsInfo(
-        np.array([i.accept_prob for i in infos], dtype=np.float64),
-        np.array([i.accepted for i in infos], dtype=np.bool_),
-        np.array([i.n_proposed for i in infos], dtype=np.int64),
-        np.array([i.distance for i in infos], dtype=np.int64),
-    )

@@ -52,7 +52,7 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
         # the same elements (or their sums), rearranged: the same total
         return split_into_pieces(node.inputs[0], block)
     if isinstance(op, OpFromGraph):  # einsum and other composite ops: their inner graph
-        return split_into_pieces(_inlined(node)[node.outputs.index(term)], block)
+        return split_into_pieces(inline_ofg_node(node)[node.outputs.index(term)], block)
     contraction = _contraction_pieces(node, block)
     if contraction is not None:
         return [p for piece in contraction for p in split_into_pieces(piece, block)]
@@ -73,12 +73,6 @@ def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variabl
                 factor = pt.mul(*[i for i in inputs if i is not dependent[0]])
                 return [factor * p for p in split_into_pieces(dependent[0], block)]
     return [term]
-
-
-def _inlined(node) -> list[Variable]:
-    """The outputs of a composite op's node as its inner graph on the node's inputs
-    (PyTensor's own inlining)."""
-    return inline_ofg_node(node)
 
 
 def _is_matrix_product(node) -> bool:

@@ -113,7 +113,7 @@ def test_auto_chooses_exact_ratios_naming_the_sites(target, step_class, monkeypa
 
     monkeypatch.setattr(auto_proposal, "seconds_per_call", no_trials)
     monkeypatch.setattr(auto_proposal, "trial_acceptance", no_trials)
-    monkeypatch.setattr(pmd.PAS, "_trial_jumps", no_trials)
+    monkeypatch.setattr(auto_proposal, "trial_jumps", no_trials)
     model, _, _ = target
     step = step_class([model["g"]], model=model)
     assert step.proposal == "exact" and step.ratios_are_exact, step.proposal_reason

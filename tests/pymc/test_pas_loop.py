@@ -39,7 +39,7 @@ def _prefer_exact_ratios(monkeypatch) -> None:
     """Make ``proposal="auto"`` choose exact ratios: its trials report exact paths a
     thousand times faster (and nothing remembered from earlier constructions)."""
     monkeypatch.setattr(auto_proposal, "_MEASURED", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(pmd.PAS, "_trial_jumps", lambda self, source, proposal, x, scale: (
+    monkeypatch.setattr(auto_proposal, "trial_jumps", lambda step, source, proposal, x, scale: (
         1.0, 1.0 if proposal == "gradient" else 1e-3))
 
 
