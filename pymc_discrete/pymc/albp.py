@@ -49,13 +49,12 @@ class ALBP(InformedStep):
         enters a covariance, where the first-order estimate of turning it on is far too
         low); ``proposal_reason`` then names the sites, and this refusal depends on the
         model alone, not on timings. Else the gradient only if its single-move proposal
-        agrees with the exact one well enough to pay for the exact ratios' measured
-        extra cost (agreement x cost ratio >= 1), else exact ratios.
-        ``proposal_reason`` says what was measured. The timings are
-        measured once per model, block and weight in a process and reused by later
-        constructions, so the choice does not change with timing noise between runs of a
-        session; a new process measures again (pass ``"gradient"`` or ``"exact"`` for
-        draws that repeat across sessions whatever the machine's load).
+        agrees with the exact one well enough to pay for the exact ratios' extra cost
+        (acceptance x cost ratio >= the exact proposal's acceptance), else exact ratios.
+        ``proposal_reason`` says what was measured. Nothing is timed: the trials are
+        seeded and their cost is counted in evaluations of the model
+        (:mod:`~pymc_discrete.pymc.step_cost`), so the same model gives the same choice,
+        and the same seed the same draws, in any process and under any load.
         How the local log-ratios ``log pi(x with site i flipped) - log pi(x)`` are
         obtained. ``"gradient"``: a first-order estimate from one gradient of a continuous
         relaxation of the model (exact for log densities multilinear in the sites, such as

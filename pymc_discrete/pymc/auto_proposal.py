@@ -13,24 +13,23 @@ relaxation compiled:
    draws, no timings), while a mean acceptance can look good with a few sites frozen.
 3. Otherwise short trials of both kernels decide by the step's own criterion: ALBP by
    acceptance per unit of cost (:func:`acceptance_per_cost`), PAS by expected jump per
-   second (:func:`jump_per_second`), each in the setting of the other variables (initial,
-   or moved around it) where the gradient does worse.
+   unit of cost (:func:`jump_per_cost`), each in the setting of the other variables
+   (initial, or moved around it) where the gradient does worse.
 
-The trials' timings are remembered per model, block, weight and step class in the
-process (:func:`measured`), so that building the same step again gives the same choice.
+Nothing is timed: the trials run on seeded generators and their cost is counted in
+evaluations of the model (:mod:`~pymc_discrete.pymc.step_cost`), so the same model and
+step give the same choice, and the same seed the same chain, in any process and under
+any load.
 """
 
 from __future__ import annotations
-
-import time
-import weakref
-from collections.abc import Callable
 
 import numpy as np
 
 from pymc_discrete.kernels.gibbs import GibbsState, blocked_gibbs_sweep
 from pymc_discrete.kernels.weights import log_g
 from pymc_discrete.pymc.reachability import move_log_probabilities, underweighted_moves
+from pymc_discrete.pymc.step_cost import GRADIENT_CALL, STEP_OVERHEAD, CountedCalls
 
 __all__ = [
     "AUTO_REACHABILITY_SWEEPS",
@@ -39,8 +38,7 @@ __all__ = [
     "acceptance_per_cost",
     "choose_proposal",
     "exact_trial_starts",
-    "jump_per_second",
-    "measured",
+    "jump_per_cost",
 ]
 
 #: Metropolis-Hastings steps of each proposal in a trial
@@ -52,13 +50,6 @@ AUTO_REACHABILITY_SWEEPS = 4
 #: mean path length X of PAS's trials: long enough that the paths differ from single
 #: moves (at X = 1.5 most paths are one move long)
 AUTO_TRIAL_PATH_LENGTH = 4.0
-
-#: model -> {(step class, block, weight, compiled loop, what was timed): the timing}:
-#: reused by a later construction of the same step on the same model, so that the choice
-#: (and so the chain, for a given seed) does not depend on timing noise within a process
-#: (a PyMC session building a step per run, or a sampler run again with one core and
-#: then two)
-_MEASURED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: why a gradient with exact single-site ratios is kept by ALBP
 EXACT_GRADIENT_REASON = (
@@ -76,7 +67,7 @@ def choose_proposal(step) -> None:
     ----------
     step : InformedStep
         The step being built (its ``_logp_and_ratios`` is the gradient's source); its
-        ``_auto_criterion`` is :func:`acceptance_per_cost` or :func:`jump_per_second`.
+        ``_auto_criterion`` is :func:`acceptance_per_cost` or :func:`jump_per_cost`.
     """
     gradient = step._logp_and_ratios
     x0 = step._sites_of(step._initial_point)
@@ -109,25 +100,14 @@ def _use(step, source, proposal: str, reason: str) -> None:
         step.ratios_are_exact = True
 
 
-def measured(step, what: tuple, measure: Callable[[], object]):
-    """``measure()``, the first time this step class measures ``what`` on this block of
-    this model with this weight in the process; its remembered result after that."""
-    key = (type(step).__name__, tuple(step.var_names), step.weight,
-           getattr(step, "compiled_loop", False), what)
-    memo = _MEASURED.setdefault(step.model, {})
-    if key not in memo:
-        memo[key] = measure()
-    return memo[key]
-
-
 # ---- criteria of the trials -------------------------------------------------------------
 def acceptance_per_cost(step, gradient, exact, x0, starts, settings) -> tuple[bool, str]:
     """ALBP's criterion: both kernels run :data:`AUTO_TRIAL_STEPS` steps at the smallest
     scale from each start (a draw of the exact conditionals: the initial point itself is
-    rarely typical), with the other variables as they were drawn; the cost is the measured
-    time of one exact call over one gradient call. The gradient is kept when its mean
-    acceptance times that cost is at least the exact proposal's: per second it then
-    accepts at least as many moves."""
+    rarely typical), with the other variables as they were drawn. A step's cost is
+    counted (:mod:`~pymc_discrete.pymc.step_cost`): its overhead and one call of its
+    ratio source, a gradient call or a batch of the exact ratios' rows. The gradient is
+    kept when its mean acceptance per unit of cost is at least the exact proposal's."""
     trials = []
     try:
         for start, values in zip(starts, settings):
@@ -136,62 +116,68 @@ def acceptance_per_cost(step, gradient, exact, x0, starts, settings) -> tuple[bo
                            trial_acceptance(step, exact, "exact", start)))
     finally:
         put_other_variables(step, None)
-    x1 = starts[0]
-    cost = measured(step, ("cost of an exact call in gradient calls",), lambda: (
-        seconds_per_call(exact, x1) / max(seconds_per_call(gradient, x1), 1e-9)))
+    cost = ((STEP_OVERHEAD + _call_evaluations(step, exact, gradient))
+            / (STEP_OVERHEAD + GRADIENT_CALL))
     # the setting where the gradient does worst against exact ratios decides
     accept_gradient, accept_exact = min(trials, key=lambda t: t[0] * cost - t[1])
     summary = (
         f"in {AUTO_TRIAL_STEPS} trial steps the gradient proposal accepted "
         f"{accept_gradient:.2f} on average and the exact one {accept_exact:.2f} (the "
-        "worse of the initial and perturbed continuous values), and an exact call "
-        f"costs {cost:.1f} gradient calls"
+        "worse of the initial and perturbed continuous values), and a step with exact "
+        f"ratios costs {cost:.1f} gradient steps (counted evaluations)"
     )
     return accept_gradient * cost >= accept_exact, summary
 
 
-def jump_per_second(step, gradient, exact, x0, starts, settings) -> tuple[bool, str]:
+def jump_per_cost(step, gradient, exact, x0, starts, settings) -> tuple[bool, str]:
     """PAS's criterion: both kernels run :data:`AUTO_TRIAL_STEPS` steps at X =
     :data:`AUTO_TRIAL_PATH_LENGTH` (within both proposals' bounds), with the other
     variables at their initial values and again moved around them, from the exact
     conditionals' draws where the exact ratios were compiled; the expected jump
-    (acceptance probability x sites changed) per second of measured step time decides.
-    Where the gradient's single-site ratios are exact, the exact proposal evaluates the
-    gradient at every point of the path (exact there too, and cheaper than the model's
-    batched terms)."""
+    (acceptance probability x sites changed) per counted evaluation decides
+    (:mod:`~pymc_discrete.pymc.step_cost`: each step's overhead, its calls of the ratio
+    source as made, and the linearised walk's moves). Where the gradient's single-site
+    ratios are exact, the exact proposal evaluates the gradient at every point of the
+    path (exact there too, and cheaper than the model's batched terms)."""
     scale = min(AUTO_TRIAL_PATH_LENGTH, step._max_scale(step.n_sites, "exact"),
                 step._max_scale(step.n_sites, "gradient"))
     rng = np.random.default_rng(0)
+    costs = {"gradient": GRADIENT_CALL, "exact": _call_evaluations(step, exact, gradient)}
     trials = []
     try:
         for k, perturb in enumerate((False, True)):
             set_other_variables(step, perturb, rng)
             start = x0 if starts is None else starts[k]
-            # the trials' jumps are seeded; their timings are remembered
-            trials.append(tuple(
-                measured(step, ("trial", k, name, scale), lambda source=source, name=name:
-                         trial_jumps(step, source, name, start, scale))
-                for source, name in ((gradient, "gradient"), (exact, "exact"))))
+            trials.append(tuple(trial_jumps(step, source, name, start, scale, costs[name])
+                                for source, name in ((gradient, "gradient"), (exact, "exact"))))
     finally:
         set_other_variables(step, False, rng)
 
     def rate(trial):
-        jump, seconds = trial
-        return jump / max(seconds, 1e-9)
+        jump, cost = trial
+        return jump / cost
 
     # the setting where the gradient does worst against exact ratios decides
-    (jump_g, sec_g), (jump_e, sec_e) = min(trials, key=lambda t: rate(t[0]) - rate(t[1]))
+    (jump_g, cost_g), (jump_e, cost_e) = min(trials, key=lambda t: rate(t[0]) - rate(t[1]))
     source = ("the gradient evaluated at every point of the path (its single-site "
               "ratios are exact for this model)" if exact is gradient
               else "the model's exact ratios")
     summary = (
         f"in {AUTO_TRIAL_STEPS} trial steps at X = {scale:g} the gradient "
-        f"proposal (PAFS) jumped {jump_g:.2f} sites per step at {sec_g * 1e3:.3f} ms a "
-        f"step and exact ratios along the path (PAS, {source}) {jump_e:.2f} at "
-        f"{sec_e * 1e3:.3f} ms (the worse of the initial and perturbed continuous "
-        "values for the gradient)"
+        f"proposal (PAFS) jumped {jump_g:.2f} sites per step at {cost_g:.1f} evaluations "
+        f"a step and exact ratios along the path (PAS, {source}) {jump_e:.2f} at "
+        f"{cost_e:.1f} (counted evaluations; the worse of the initial and perturbed "
+        "continuous values for the gradient)"
     )
-    return rate((jump_g, sec_g)) >= rate((jump_e, sec_e)), summary
+    return rate((jump_g, cost_g)) >= rate((jump_e, cost_e)), summary
+
+
+def _call_evaluations(step, exact, gradient) -> float:
+    """Evaluations of one call of the exact source: a gradient call where the gradient
+    serves as exact ratios, else the exact ratios' batch."""
+    if exact is gradient:
+        return GRADIENT_CALL
+    return step._exact_source.evaluations_per_call
 
 
 def trial_acceptance(step, source, proposal: str, x: np.ndarray) -> float:
@@ -210,36 +196,27 @@ def trial_acceptance(step, source, proposal: str, x: np.ndarray) -> float:
     return total / AUTO_TRIAL_STEPS
 
 
-def trial_jumps(step, source, proposal: str, x: np.ndarray,
-                scale: float) -> tuple[float, float]:
-    """Mean expected jump per step and seconds per step of a short run of the step's
-    kernel built on the ratio source ``source``, at mean path length ``scale`` (its own
-    generator: the chain's is left untouched; one untimed step first, so that compilation
-    is not counted)."""
-    kernel = step._make_kernel(source, proposal)
+def trial_jumps(step, source, proposal: str, x: np.ndarray, scale: float,
+                call_evaluations: float) -> tuple[float, float]:
+    """Mean expected jump per step and counted evaluations per step of a short run of
+    the step's kernel built on the ratio source ``source`` (one call costing
+    ``call_evaluations``), at mean path length ``scale`` (its own generator: the chain's
+    is left untouched). A linearised path's walk adds ``step._move_cost`` per move."""
+    counted = CountedCalls(source)
+    kernel = step._make_kernel(counted, proposal)
     rng = np.random.default_rng(1)
     state = kernel.init(x)
     if not np.isfinite(state.logp):
         return 0.0, 1.0
-    kernel.step(state, scale, rng)
-    total = 0.0
-    tick = time.perf_counter()
+    counted.calls = 0
+    jump, moves = 0.0, 0
     for _ in range(AUTO_TRIAL_STEPS):
         state, info = kernel.step(state, scale, rng)
-        total += info.accept_prob * info.distance
-    seconds = (time.perf_counter() - tick) / AUTO_TRIAL_STEPS
-    return total / AUTO_TRIAL_STEPS, seconds
-
-
-def seconds_per_call(source, x: np.ndarray, repeats: int = 3) -> float:
-    """Best of ``repeats`` timed calls of a ratio source at ``x``, after a warm call."""
-    source(x)
-    best = float("inf")
-    for _ in range(repeats):
-        tick = time.perf_counter()
-        source(x)
-        best = min(best, time.perf_counter() - tick)
-    return best
+        jump += info.accept_prob * info.distance
+        moves += info.n_proposed
+    walk = moves * step._move_cost if proposal == "gradient" else 0.0
+    cost = STEP_OVERHEAD * AUTO_TRIAL_STEPS + counted.calls * call_evaluations + walk
+    return jump / AUTO_TRIAL_STEPS, cost / AUTO_TRIAL_STEPS
 
 
 # ---- reachability -----------------------------------------------------------------------

@@ -46,6 +46,7 @@ from pymc_discrete.pymc import dependencies, setup_progress
 from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.dependencies import Unanalysable
 from pymc_discrete.pymc.setup_progress import SetupProgress
+from pymc_discrete.pymc.step_cost import exact_call
 from pymc_discrete.pymc.terms import block_terms, without_checks
 
 __all__ = ["ExactRatios", "probe_points"]
@@ -404,6 +405,12 @@ class ExactRatios:
     def layout(self) -> TermLayout:
         """What the ratio and conditional tables read of the terms' structure."""
         return self._layout
+
+    @property
+    def evaluations_per_call(self) -> float:
+        """What one call costs, in evaluations of the block's terms
+        (:func:`~pymc_discrete.pymc.step_cost.exact_call`): the rows of its batch."""
+        return exact_call(self._structure.n_colours, self._layout.rows_per_colour)
 
     def colour_conditionals(self, x: np.ndarray,
                             sites: np.ndarray) -> tuple[float, np.ndarray, bool]:

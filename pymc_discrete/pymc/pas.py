@@ -21,7 +21,7 @@ from pymc_discrete.kernels.pas_loop import (
     init_compiled_path_state,
     pas_steps,
 )
-from pymc_discrete.pymc.auto_proposal import jump_per_second
+from pymc_discrete.pymc.auto_proposal import jump_per_cost
 from pymc_discrete.pymc.informed_step import InformedStep
 from pymc_discrete.pymc.step_kernel import StepKernel, loop_run, python_run
 from pymc_discrete.pymc.validation import check_auto_or_bool
@@ -50,21 +50,21 @@ class PAS(InformedStep):
         Locally balanced function ``sqrt(t)`` (the paper's choice) or ``t / (1 + t)``.
     proposal : {"auto", "gradient", "exact"}
         ``"auto"`` (default): a short trial of both proposals at X = 4 decides, by the
-        expected jump (acceptance probability x sites changed) per second: the gradient's
-        linearisation at x can be exact for single moves and still wrong along a path (on
-        the parity model it sends even paths back to x). Where the gradient's single-site
-        ratios are exact for the model (checked against single-site moves at
-        construction), the exact proposal evaluates that same gradient at every point of
-        the path, which is then exact and cheaper than the model's batched terms.
+        expected jump (acceptance probability x sites changed) per counted evaluation of
+        the model: the gradient's linearisation at x can be exact for single moves and
+        still wrong along a path (on the parity model it sends even paths back to x).
+        Where the gradient's single-site ratios are exact for the model (checked against
+        single-site moves at construction), the exact proposal evaluates that same
+        gradient at every point of the path, which is then exact and cheaper than the
+        model's batched terms.
         Before any trial, exact ratios are chosen whenever the gradient's proposal would
         practically never offer a move the target allows (the check of
         :class:`~pymc_discrete.pymc.albp.ALBP`, with these weights; it depends on the
         model alone, and ``proposal_reason`` names the sites).
-        ``proposal_reason`` says what was measured. The timings are
-        measured once per model, block and weight in a process and reused by later
-        constructions, so the choice does not change with timing noise between runs of a
-        session; a new process measures again (pass ``"gradient"`` or ``"exact"`` for
-        draws that repeat across sessions whatever the machine's load).
+        ``proposal_reason`` says what was measured. Nothing is timed: the trials are
+        seeded and their cost is counted in evaluations of the model
+        (:mod:`~pymc_discrete.pymc.step_cost`), so the same model gives the same choice,
+        and the same seed the same draws, in any process and under any load.
         ``"gradient"`` (PAFS): every move of the forward path is scored with the
         first-order expansion of the relaxed log density at x, every move of the reverse
         path with the expansion at y, so a draw costs one logp+gradient call plus
@@ -308,7 +308,7 @@ class PAS(InformedStep):
             self.adapter.observe(prob * distance, self._path_cost(length),
                                  path_length_contrast(scale, length))
 
-    _auto_criterion = staticmethod(jump_per_second)
+    _auto_criterion = staticmethod(jump_per_cost)
     _trial_exact_gradient = True
 
     def _check_start(self, x: np.ndarray, logp: float) -> None:
