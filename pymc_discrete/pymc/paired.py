@@ -30,7 +30,7 @@ from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.stall import StallWatch
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
-__all__ = ["PairedFlip", "scaled_coefficients", "switched_coefficients"]
+__all__ = ["PairedFlip", "scaled_coefficients", "spike_to_slab", "switched_coefficients"]
 
 #: points (the initial one perturbed, with random indicators) at which a pairing is checked
 PROBE_POINTS = 4
@@ -96,6 +96,56 @@ def _concave(model, beta, points: list[dict]) -> bool:
         except np.linalg.LinAlgError:
             return False
     return True
+
+
+def spike_to_slab(model, indicator, coefficients, initial_point: dict | None = None) -> float:
+    """How narrow the spike of a scale mixture is: the smallest, over the sites, ratio of
+    the width of ``coefficients``' own prior in element ``j`` with site ``j`` at 0 to its
+    width with the site at 1.
+
+    A width is ``1 / sqrt(curvature)`` of the prior's log density in the element at 0
+    (the other variables at ``initial_point``), the curvature from the prior's gradient
+    at +-``delta``: for ``Normal(0, switch(g, slab, spike))`` the ratio is
+    ``spike / slab``. A Gibbs flip of ``g_j`` from 0, with ``beta_j`` where the spike
+    holds it, is accepted with probability of the order of this ratio (times the prior
+    odds), so a narrow spike leaves the indicator where it is for many draws while a wide
+    one does not. A prior with no curvature at 0 (flat, or a kink) gives 0.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    indicator, coefficients : value variables
+        The 0/1 indicator and the continuous variable it scales elementwise
+        (:func:`scaled_coefficients`).
+    initial_point : dict, optional
+
+    Returns
+    -------
+    float
+    """
+    if initial_point is None:
+        initial_point = model.initial_point()
+    own = model.values_to_rvs[coefficients]
+    gradient = pt.grad(model.logp(vars=[own]), coefficients)
+    fn = pm_compile(model.value_vars, gradient, on_unused_input="ignore")
+    shape = np.shape(initial_point[coefficients.name])
+    delta = 1e-3
+
+    def width(site_value: int) -> np.ndarray:
+        point = {v.name: initial_point[v.name] for v in model.value_vars}
+        point[indicator.name] = np.full(np.shape(initial_point[indicator.name]), site_value,
+                                        dtype=np.asarray(initial_point[indicator.name]).dtype)
+        sides = []
+        for sign in (1.0, -1.0):
+            point[coefficients.name] = np.full(shape, sign * delta)
+            sides.append(np.ravel(np.asarray(fn(**point), dtype=float)))
+        curvature = (sides[1] - sides[0]) / (2 * delta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(curvature > 0, 1.0 / np.sqrt(curvature), np.inf)
+
+    ratio = width(0) / width(1)
+    ratio = np.where(np.isfinite(ratio), ratio, 0.0)
+    return float(np.min(ratio)) if ratio.size else 0.0
 
 
 #: why a pairing found is not used where the log density is not concave in it

@@ -23,7 +23,7 @@ from pymc_discrete.kernels.paired import (
     metropolis_log_ratio,
     newton_ascent,
 )
-from pymc_discrete.pymc.paired import scaled_coefficients, switched_coefficients
+from pymc_discrete.pymc.paired import scaled_coefficients, spike_to_slab, switched_coefficients
 from tests.pymc.joint import assert_joint_frequencies_match
 
 #: means must lie within this many Monte Carlo standard errors of the exact ones
@@ -51,12 +51,12 @@ def _switched_model(X, y) -> pm.Model:
     return model
 
 
-def _scale_mixture_model(X, y) -> pm.Model:
+def _scale_mixture_model(X, y, spike: float = SPIKE) -> pm.Model:
     """The indicator picks beta's prior scale (no switch: beta is always in the
     likelihood)."""
     with pm.Model() as model:
         g = pm.Bernoulli("g", INCLUSION, shape=3)
-        beta = pm.Normal("beta", 0.0, pt.switch(g, SLAB, SPIKE), shape=3)
+        beta = pm.Normal("beta", 0.0, pt.switch(g, SLAB, spike), shape=3)
         pm.Normal("y", pm.math.dot(X, beta), 1.0, observed=y)
     return model
 
@@ -155,6 +155,26 @@ def test_a_pairing_that_is_not_a_switch_is_still_exact():
         step = pmd.PairedFlip([model["g"]], coefficients=model["beta"])
         nuts = pm.NUTS([model["beta"]])
     idata = _sample(model, [step, nuts])
+    assert_joint_frequencies_match(idata, ["g"], PATTERNS, probs, n_mcse=N_MCSE)
+    _assert_means(idata, "beta", beta_mean)
+
+
+def test_register_sums_out_a_wide_spike_and_matches_the_conjugate_posterior(caplog):
+    """A scale mixture whose spike is 0.29 of its slab: register() sums the indicators
+    out for NUTS (CollapsedNUTS) instead of pairing them; the 8 inclusion patterns' joint
+    frequencies per chain and beta's means are the exact ones."""
+    X, y = _design()
+    spike = 0.2
+    model = _scale_mixture_model(X, y, spike=spike)
+    probs, beta_mean = _conjugate_truth(X, y, lambda g: np.where(g, SLAB, spike))
+    assert probs.min() > 0.01
+    pmd.register()
+    try:
+        with caplog.at_level(logging.INFO, logger="pymc"):
+            idata = _sample(model, None)
+    finally:
+        pmd.unregister()
+    assert "pymc_discrete chose CollapsedNUTS for [g]" in caplog.text, caplog.text
     assert_joint_frequencies_match(idata, ["g"], PATTERNS, probs, n_mcse=N_MCSE)
     _assert_means(idata, "beta", beta_mean)
 
@@ -267,8 +287,9 @@ def test_the_fit_falls_back_to_the_anchor_where_the_density_is_not_concave():
 
 def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog):
     """recommend() says PairedFlip on ``g * beta`` (several colours: the sites share the
-    likelihood) and on the scale mixture (one colour, which CollapsedNUTS would otherwise
-    sum out into a spike-on-slab density per coefficient), not on a block whose sites act
+    likelihood) and on the scale mixture with a narrow spike (one colour, which
+    CollapsedNUTS would otherwise sum out into a spike-on-slab density per coefficient
+    that NUTS does not cross), not on one whose spike NUTS crosses, nor on a block whose sites act
     on a per-site variable through the likelihood (summed out); register() builds
     PairedFlip with NUTS on the rest (beta left to the exact flips: its conditional is
     Gaussian)."""
@@ -281,10 +302,14 @@ def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog)
     choice = pmd.recommend([g], model=model)
     assert choice.step is pmd.PairedFlip and choice.coefficients.name == "beta"
     assert "beta" in choice.reason
-    scale = _scale_mixture_model(X, y)
+    scale = _scale_mixture_model(X, y, spike=0.02)
     choice = pmd.recommend([scale["g"]], model=scale)
     assert choice.step is pmd.PairedFlip and choice.coefficients.name == "beta"
     assert "acts on element j of beta alone" in choice.reason
+    wide = _scale_mixture_model(X, y, spike=0.2)  # NUTS crosses a wide spike: summed out
+    choice = pmd.recommend([wide["g"]], model=wide)
+    assert choice.step is pmd.CollapsedNUTS, choice.reason
+    assert "spike 0.29 times as wide as its slab" in choice.reason, choice.reason
     assert scaled_coefficients(model, model["g"])[0] is None  # g * beta: a switch instead
     with pm.Model() as occupancy:  # z_j and u_j meet in the likelihood: summed out
         z = pm.Bernoulli("z", 0.6, shape=3)
@@ -300,6 +325,23 @@ def test_recommend_and_register_pair_the_indicator_with_its_coefficients(caplog)
         pmd.unregister()
     assert "pymc_discrete chose PairedFlip for [g] with NUTS for [sigma_log__]" in caplog.text
     assert "jump_distance" in idata.sample_stats and "diverging" in idata.sample_stats
+
+
+@pytest.mark.parametrize("spike", [0.005, 0.05, 0.35])
+def test_spike_to_slab_is_the_ratio_of_the_prior_scales(spike):
+    """The width ratio read off the prior's curvature is spike / slab for a Normal scale
+    mixture, at any initial indicator values; a per-site spike gives the narrowest."""
+    X, y = _design()
+    model = _scale_mixture_model(X, y, spike=spike)
+    ratio = spike_to_slab(model, model.rvs_to_values[model["g"]],
+                          model.rvs_to_values[model["beta"]])
+    np.testing.assert_allclose(ratio, spike / SLAB, rtol=1e-6)
+    with pm.Model() as per_site:
+        g = pm.Bernoulli("g", INCLUSION, shape=3, initval=[1, 0, 1])
+        pm.Normal("beta", 0.0, pt.switch(g, SLAB, spike * np.array([1.0, 0.5, 2.0])), shape=3)
+    ratio = spike_to_slab(per_site, per_site.rvs_to_values[g],
+                          per_site.rvs_to_values[per_site["beta"]])
+    np.testing.assert_allclose(ratio, 0.5 * spike / SLAB, rtol=1e-6)
 
 
 def test_refusals():

@@ -5,7 +5,6 @@ reproducibility across cores, and bad input."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pymc as pm
 import pytest
