@@ -129,10 +129,11 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
         #: whether a variable has no continuous relaxation (DiscreteUniform, Binomial, ...)
         self.has_finite_integers = support.finite_integer
         #: the model's log density at the point the step was built at (NaN when it is
-        #: not finite there: ``pm.sample(initvals=...)`` may start elsewhere, and the
-        #: start is checked at the first draw instead)
+        #: not finite there, or not needed at construction: ``pm.sample(initvals=...)``
+        #: may start elsewhere, and the start is checked at the first draw instead)
         self._initial_logp = check_initial_point(
-            model, initial_point, value_vars, support, strict=False
+            model, initial_point, value_vars, support, strict=False,
+            evaluate=self._checks_at_construction,
         )
         self.tune = True
         self._n_tune: int | None = None
@@ -498,6 +499,11 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
         moves = info.n_proposed > 0
         self._tune_moves += int(np.count_nonzero(info.accepted & moves))
         self._tune_accept_sum += float(info.accept_prob[moves].sum())
+
+    #: whether the constructor runs checks that need the model's log density at the
+    #: initial point (the relaxation's check): else it is not evaluated there, and the
+    #: first draw's start is the first point checked
+    _checks_at_construction = False
 
     @property
     def _start_checked(self) -> bool:

@@ -240,6 +240,16 @@ class ExactRatios:
         Grouped probing (by the graph's dependency superset) when possible, else every
         site on its own; both find the same dependencies at the same probes.
         """
+        if self.n_sites == 1:
+            # one site: every term of the block is its own, there is nothing to colour
+            # and nothing to read off the graph
+            structure = build_structure_csr(np.array([0, self.n_terms]),
+                                            np.arange(self.n_terms), self.n_terms)
+            seconds.update(analyse=0.0, probe=0.0, colour=0.0)
+            self.setup_report = {"structure": "graph", "method": "one site", "groups": 1,
+                                 "checks": 0, "rows": 0, "fallback": None,
+                                 "imprecise_ops": None}
+            return structure
         tick = time.perf_counter()
         analysis: dict = {}
         superset, fallback = self._superset(vector, joined, x0, shared, progress, analysis)

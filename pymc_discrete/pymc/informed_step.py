@@ -142,6 +142,8 @@ class InformedStep(SiteBlockStep):
         if auto and self.proposal == "gradient":
             choose_proposal(self)
 
+    _checks_at_construction = True
+
     #: how the trials of ``proposal="auto"`` compare the two proposals
     #: (:mod:`~pymc_discrete.pymc.auto_proposal`)
     _auto_criterion = staticmethod(acceptance_per_cost)

@@ -464,3 +464,41 @@ def test_exact_ratios_where_a_check_fails_for_a_colour_keep_every_site_movable(s
         idata = pm.sample(draws=2000, tune=300, chains=2, cores=1, step=[built],
                           random_seed=5, progressbar=False, compute_convergence_checks=False)
     assert_joint_frequencies_match(idata, ["z"], states, probs)
+
+
+@pytest.mark.parametrize("kind", ["bernoulli", "switch point"])
+def test_a_one_site_block_is_not_read_and_its_ratios_are_exact(kind):
+    """A block of one site skips the graph reading and the probes (nothing to colour):
+    its ratios still equal the model's own log density differences, at every value."""
+    years = np.arange(20)
+    counts = np.r_[np.full(8, 4), np.full(12, 1)]
+    with pm.Model() as model:
+        rates = pm.Exponential("rates", 1.0, shape=2)
+        if kind == "bernoulli":
+            site = pm.Bernoulli("site", 0.4)
+            rate = pt.switch(pt.eq(site, 1), rates[0], rates[1])
+        else:
+            site = pm.DiscreteUniform("site", 0, 19)
+            rate = pt.switch(years < site, rates[0], rates[1])
+        pm.Poisson("counts", rate, observed=counts)
+    step = (pmd.ALBP([site], model=model, proposal="exact") if kind == "bernoulli"
+            else pmd.BlockedGibbs([site], model=model))
+    exact = step.exact_ratios
+    assert exact.setup_report["method"] == "one site" and exact.proven
+    assert exact.structure.n_colours == 1
+    fn = model.compile_logp()
+    point = model.initial_point()
+    point["rates_log__"] = np.log([3.5, 1.2])
+    for name, s in step.shared.items():
+        s.set_value(point[name])
+    values = np.arange(2 if kind == "bernoulli" else 20)
+    logps = np.array([fn({**point, "site": np.array(v)}) for v in values])
+    for v in values:
+        logp, ratios = exact(np.array([v]))
+        expected = logps - logps[v]
+        if kind == "bernoulli":
+            np.testing.assert_allclose(ratios, [expected[1 - v]], rtol=1e-10, atol=1e-10)
+        else:
+            others = values != v
+            np.testing.assert_allclose(ratios[0][others], expected[others], rtol=1e-10,
+                                       atol=1e-10)
