@@ -83,3 +83,21 @@ def test_scripts_use_the_public_api_only():
     ``draw_digests.py`` is kept as it is (it reads none either)."""
     offences = [o for p in sorted(BENCHMARKS.glob("*.py")) for o in _offences(p)]
     assert offences == []
+
+
+@pytest.mark.slow
+def test_phrasings_large_flag_adds_the_large_lattice(tmp_path, monkeypatch):
+    """``run_phrasings --large`` (which run_all.py never passes) adds the large Ising
+    lattice: its two baselines and its phrasings, under the command that asked for it."""
+    from benchmarks import run_phrasings
+
+    monkeypatch.setenv(OUTPUT, str(tmp_path))
+    monkeypatch.setitem(sys.modules, "numpyro", None)
+    committed = _digests()
+    run_phrasings.main(smoke=True, large=True)
+    assert _digests() == committed
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "Produced by `python -m benchmarks.run_phrasings --smoke --large`" in text
+    side = run_phrasings.BUDGETS["smoke"].large_side
+    assert text.count(f"| Ising, {side} x {side} |") == 2 + len(run_phrasings.LARGE_ISING.phrasings)
+    assert "| NumPyro DiscreteGibbs | - | not installed |" in text
