@@ -284,9 +284,8 @@ def _subtensor(g: _Graph, node, in_deps) -> sp.csr_array:
         # fixed indices: element e copies one element of x
         index = np.arange(g.size(x)).reshape(g.shape(x))[_index_tuple(g, node, 1)]
         return _take(in_deps[0], index)
-    # indices that change while sampling: an element may copy any element of x, and
-    # depends on the index elements that select it
-    parts = [_everywhere([in_deps[0]], size, g.n)]
+    # indices that change while sampling: an element depends on the index elements that
+    # select it, and on every element of x it may copy
     idx_deps = [(v, d) for v, d in zip(indices, in_deps[1:], strict=True) if d is not None]
     values = [g.value(v) for v in indices]
     pure = (isinstance(node.op, AdvancedSubtensor)
@@ -294,18 +293,56 @@ def _subtensor(g: _Graph, node, in_deps) -> sp.csr_array:
             and all(np.asarray(v).dtype.kind in "iu" for v in values))
     if pure and idx_deps:
         # x[i0, i1, ...] with integer arrays only: output shape = broadcast of the index
-        # shapes + the trailing axes of x; element (b, r) reads index element b
-        bshape = np.broadcast_shapes(*[np.shape(v) for v in values])
-        trailing = g.shape(x)[len(values):]
-        if g.shape(out) == tuple(bshape) + tuple(trailing):
+        # shapes + the trailing axes of x; element (b, r) reads index element b, and x
+        # at the fixed indices' values on their axes, anywhere on the varying ones
+        bshape = tuple(np.broadcast_shapes(*[np.shape(v) for v in values]))
+        trailing = tuple(g.shape(x)[len(values):])
+        if g.shape(out) == bshape + trailing:
             repeat = int(np.prod(trailing, dtype=np.int64))
+            parts = [_copied_elements(g, x, in_deps[0], indices, values, bshape, trailing)]
             for v, d in idx_deps:
                 index = np.repeat(_broadcast_index(np.shape(g.value(v)), bshape).ravel(),
                                   repeat)
                 parts.append(_take(d, index))
             return _union(parts, size, g.n)
-    parts.append(_everywhere([d for _, d in idx_deps], size, g.n))
+    parts = [_everywhere([in_deps[0]], size, g.n),
+             _everywhere([d for _, d in idx_deps], size, g.n)]
     return _union(parts, size, g.n)
+
+
+def _copied_elements(g: _Graph, x: Variable, x_dep: sp.csr_array | None, indices: list,
+                     values: list, bshape: tuple, trailing: tuple) -> sp.csr_array:
+    """Dependencies of ``x[i0, i1, ...]`` (integer arrays, some of them varying) through
+    the elements of x it may copy: output element (b, r) may copy x[..., r] at
+    ``i_k[b]`` on the axis of every fixed index k and at any position on the axis of a
+    varying one."""
+    size = int(np.prod(bshape + trailing, dtype=np.int64))
+    if x_dep is None:
+        return _empty(size, g.n)
+    shape = g.shape(x)
+    free = [k for k, v in enumerate(indices) if v in g.varying]
+    n_free = len(free)
+    grid = []
+    for k, value in enumerate(values):
+        if k in free:  # every position of this axis, on an axis of its own
+            axis = [1] * (len(bshape) + n_free)
+            axis[len(bshape) + free.index(k)] = shape[k]
+            grid.append(np.arange(shape[k]).reshape(axis))
+        else:
+            grid.append(np.broadcast_to(value, bshape).reshape(bshape + (1,) * n_free))
+    reads = np.arange(g.size(x)).reshape(shape)[tuple(grid)]  # bshape + free + trailing
+    width = int(np.prod([shape[k] for k in free], dtype=np.int64))
+    if size * width > g.max_pairs:
+        return _everywhere([x_dep], size, g.n)
+    lead = len(bshape)
+    order = (list(range(lead)) + list(range(lead + n_free, reads.ndim))
+             + list(range(lead, lead + n_free)))
+    reads = np.transpose(reads, order).reshape(size, width)
+    copies = sp.csr_array(
+        (np.ones(reads.size, dtype=bool), (np.repeat(np.arange(size), width), reads.ravel())),
+        shape=(size, g.size(x)),
+    )
+    return sp.csr_array(copies @ x_dep)
 
 
 def _inc_subtensor(g: _Graph, node, in_deps) -> sp.csr_array:

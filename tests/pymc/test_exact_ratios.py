@@ -310,26 +310,76 @@ def test_dependency_superset_is_sound_at_random_states():
     superset = dependency_superset(vector, joined, np.zeros(n, np.int64),
                                    varying=list(shared.values()), report=report)
     assert "Cumsum{axis=0}" in report["imprecise_ops"]
+    _assert_superset_sound(superset, joined, vector, shared, n, rng, 8)
+    # indexing by another variable is not taken as fixed: "by_w" may read any site
+    allowed = [set(superset.term_sites[superset.term_ptr[k]:superset.term_ptr[k + 1]])
+               for k in range(superset.term_ptr.size - 1)]
+    assert len(allowed[-1]) == n
+
+
+def _assert_superset_sound(superset, joined, vector, shared, n, rng, trials,
+                           categories: int = 2) -> None:
+    """Every term that changes when one site moves, at random states and random values of
+    the other variables, is listed for that site."""
     import pytensor
 
     fn = pytensor.function([joined], vector, mode="FAST_COMPILE")
-    by_name = {v.name: s for v, s in shared.items()}
     allowed = [set(superset.term_sites[superset.term_ptr[k]:superset.term_ptr[k + 1]])
                for k in range(superset.term_ptr.size - 1)]
     seen = 0
-    for trial in range(8):
-        by_name["w"].set_value(np.asarray(rng.normal()))
-        state = rng.integers(0, 2, n)
+    for trial in range(trials):
+        for s in shared.values():
+            value = s.get_value()
+            s.set_value(np.asarray(rng.normal(size=np.shape(value)), dtype=value.dtype))
+        state = rng.integers(0, categories, n)
         base = fn(state)
         for i in range(n):
-            other = state.copy()
-            other[i] = 1 - other[i]
-            for k in np.flatnonzero(fn(other) != base):
-                seen += 1
-                assert i in allowed[k], (trial, i, k)
+            for shift in range(1, categories):
+                other = state.copy()
+                other[i] = (other[i] + shift) % categories
+                for k in np.flatnonzero(fn(other) != base):
+                    seen += 1
+                    assert i in allowed[k], (trial, i, k)
     assert seen > 100
-    # indexing by another variable is not taken as fixed: "by_w" may read any site
-    assert len(allowed[-1]) == n
+
+
+def test_a_gather_with_varying_indices_reads_only_the_rows_it_can_reach():
+    """``rows[arange, z[1:]]`` with ``rows = table[z[:-1]]`` (a Markov chain's transition
+    probabilities written as a Categorical's rows): term t may read every column of row
+    t, so it depends on sites t and t + 1 alone (2 colours, not one per site); the
+    superset is sound at random states, with a varying index on the first axis and a
+    fixed one on the second too."""
+    from pymc.pytensorf import join_nonshared_inputs, make_shared_replacements
+    from pytensor.graph.traversal import variable_depends_on
+
+    from pymc_discrete.pymc.dependencies import dependency_superset
+    from pymc_discrete.pymc.terms import split_into_pieces
+
+    n, k = 10, 3
+    rng = np.random.default_rng(1)
+    table = rng.dirichlet(np.ones(k), size=k)
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(k) / k, shape=n)
+        w = pm.Normal("w", 0.0, 1.0, shape=k)
+        rows = pt.as_tensor(table)[z[:-1]] * pt.exp(w)
+        pm.Potential("chain", pt.log(rows[pt.arange(n - 1), z[1:]]))
+        cube = pt.exp(w)[None, :, None] * pt.ones((4, k, 2))
+        pm.Potential("fixed_first", cube[pt.as_tensor([0, 3, 1]), z[:3]].sum(axis=-1) * z[4])
+    value_vars = [model.rvs_to_values[z]]
+    point = model.initial_point()
+    shared = make_shared_replacements(point, value_vars, model)
+    terms = model.logp(vars=model.potentials, sum=False)
+    pieces = [p for t in terms for p in split_into_pieces(t, value_vars)
+              if variable_depends_on(p, value_vars)]
+    vector = pt.concatenate([pt.cast(p, "float64").ravel() for p in pieces])
+    [vector], joined = join_nonshared_inputs(point, [vector], value_vars, shared)
+    superset = dependency_superset(vector, joined, np.zeros(n, np.int64),
+                                   varying=list(shared.values()))
+    allowed = [sorted(superset.term_sites[superset.term_ptr[t]:superset.term_ptr[t + 1]])
+               for t in range(superset.term_ptr.size - 1)]
+    assert allowed[: n - 1] == [[t, t + 1] for t in range(n - 1)]
+    assert allowed[n - 1:] == [[0, 4], [1, 4], [2, 4]]
+    _assert_superset_sound(superset, joined, vector, shared, n, rng, 6, categories=k)
 
 
 @pytest.mark.parametrize("side", [10, 40])

@@ -171,24 +171,41 @@ _Y = np.random.default_rng(3).normal(size=T)
 _DETECTIONS = np.random.default_rng(4).random((T, 5)) < 0.4
 
 
+_X = np.random.default_rng(6).normal(size=(T, 4))
+
+
 def _applied(kind: str) -> pm.Model:
     """A hidden Markov chain (2 colours), a mixture's labels and occupancy indicators (1
-    colour each), each written several ways."""
+    colour each) and a spike-and-slab regression's indicators (4 colours: every
+    observation depends on every indicator), each written several ways."""
+    family = kind.split("-")[0]
     with pm.Model() as model:
-        if kind.startswith(("hmm", "mixture")):
+        if family in ("hmm", "mixture"):
             z = pm.Categorical("z", np.ones(K) / K, shape=T)
             mu = pm.Normal("mu", 0.0, 1.0, shape=K)
-        else:
+        elif family == "occupancy":
             z = pm.Bernoulli("z", 0.5, shape=T)
             p = pm.Beta("p", 1.0, 1.0)
+        else:
+            z = pm.Bernoulli("z", 0.3, shape=4)
+            beta = pm.Normal("beta", 0.0, 1.0, shape=4)
+            X = pt.as_tensor(_X)
+        log_p = pt.as_tensor(LOG_P)
         if kind == "hmm-index":
-            pm.Potential("chain", pt.sum(pt.as_tensor(LOG_P)[z[:-1], z[1:]]))
+            pm.Potential("chain", pt.sum(log_p[z[:-1], z[1:]]))
         elif kind == "hmm-one-hot":
             one_hot = pt.eye(K)[z]
             pm.Potential("chain", pt.sum((one_hot[:-1] @ LOG_P) * one_hot[1:]))
         elif kind == "hmm-flat-index":
-            pm.Potential("chain", pt.sum(pt.as_tensor(LOG_P).ravel()[z[:-1] * K + z[1:]]))
-        if kind.startswith("hmm") or kind == "mixture-index":
+            pm.Potential("chain", pt.sum(log_p.ravel()[z[:-1] * K + z[1:]]))
+        elif kind == "hmm-comparisons":  # sum over (a, b) of log P[a, b] [z_t = a][z_t+1 = b]
+            pm.Potential("chain", sum(
+                LOG_P[a, b] * pt.sum(pt.eq(z[:-1], a) * pt.eq(z[1:], b))
+                for a in range(K) for b in range(K)))
+        elif kind == "hmm-rows":  # the row of the previous state, as a Categorical's logp
+            rows = pm.Deterministic("rows", pt.exp(log_p)[z[:-1]])
+            pm.Potential("chain", pt.sum(pt.log(rows[pt.arange(T - 1), z[1:]])))
+        if family == "hmm" or kind == "mixture-index":
             pm.Normal("y", mu[z], 1.0, observed=_Y)
         elif kind == "mixture-one-hot":
             pm.Normal("y", pt.eye(K)[z] @ mu, 1.0, observed=_Y)
@@ -197,18 +214,58 @@ def _applied(kind: str) -> pm.Model:
         elif kind == "mixture-switch":
             mean = pt.switch(pt.eq(z, 0), mu[0], pt.switch(pt.eq(z, 1), mu[1], mu[2]))
             pm.Normal("y", mean, 1.0, observed=_Y)
+        elif kind == "mixture-deterministic":
+            pm.Normal("y", pm.Deterministic("mean", pt.take(mu, z)), 1.0, observed=_Y)
         elif kind == "occupancy-product":
             pm.Bernoulli("y", z[:, None] * p, observed=_DETECTIONS)
         elif kind == "occupancy-switch":
             pm.Bernoulli("y", pt.switch(z[:, None], p, 0.0), observed=_DETECTIONS)
         elif kind == "occupancy-outer":
             pm.Bernoulli("y", pt.outer(z, pt.ones(5)) * p, observed=_DETECTIONS)
+        elif kind == "occupancy-deterministic":
+            detect = pm.Deterministic("detect", pt.broadcast_to(z[:, None] * p, (T, 5)))
+            pm.Bernoulli("y", detect, observed=_DETECTIONS)
+        elif kind == "occupancy-potential":
+            pm.Potential("y", pt.sum(pm.logp(pm.Bernoulli.dist(z[:, None] * p), _DETECTIONS)))
+        elif kind == "regression-matmul":
+            pm.Normal("y", X @ (z * beta), 1.0, observed=_Y)
+        elif kind == "regression-dot":
+            pm.Normal("y", pm.math.dot(X, z * beta), 1.0, observed=_Y)
+        elif kind == "regression-sum":
+            pm.Normal("y", (X * (z * beta)).sum(axis=1), 1.0, observed=_Y)
+        elif kind == "regression-einsum":
+            pm.Normal("y", pt.einsum("ij,j->i", X, z * beta), 1.0, observed=_Y)
+        elif kind == "regression-switch":
+            pm.Normal("y", X @ pt.switch(z, beta, 0.0), 1.0, observed=_Y)
     return model
 
 
-APPLIED = {"hmm-index": 2, "hmm-one-hot": 2, "hmm-flat-index": 2, "mixture-index": 1,
-           "mixture-one-hot": 1, "mixture-potential": 1, "mixture-switch": 1,
-           "occupancy-product": 1, "occupancy-switch": 1, "occupancy-outer": 1}
+#: colours of each phrasing
+APPLIED = {"hmm-index": 2, "hmm-one-hot": 2, "hmm-flat-index": 2, "hmm-comparisons": 2,
+           "hmm-rows": 2, "mixture-index": 1, "mixture-one-hot": 1, "mixture-potential": 1,
+           "mixture-switch": 1, "mixture-deterministic": 1, "occupancy-product": 1,
+           "occupancy-switch": 1, "occupancy-outer": 1, "occupancy-deterministic": 1,
+           "occupancy-potential": 1, "regression-matmul": 4, "regression-dot": 4,
+           "regression-sum": 4, "regression-einsum": 4, "regression-switch": 4}
+FAMILIES = sorted({kind.split("-")[0] for kind in APPLIED})
+
+
+def test_every_family_is_written_at_least_five_ways():
+    for family in FAMILIES:
+        assert sum(kind.startswith(family + "-") for kind in APPLIED) >= 5, family
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_phrasing_of_a_family_gets_the_same_recommendation(family):
+    """recommend() reads the same structure from every phrasing and picks the same step
+    (and, for a paired indicator, the same coefficients)."""
+    choices = {}
+    for kind in (k for k in APPLIED if k.startswith(family + "-")):
+        model = _applied(kind)
+        choice = pmd.recommend([model["z"]], model=model)
+        coefficients = None if choice.coefficients is None else choice.coefficients.name
+        choices[kind] = (choice.step.__name__, choice.n_colours, coefficients)
+    assert len(set(choices.values())) == 1, choices
 
 
 @pytest.mark.parametrize("kind", sorted(APPLIED))
@@ -216,19 +273,20 @@ def test_applied_models_in_several_phrasings(kind):
     model = _applied(kind)
     point = model.initial_point()
     value_vars = [model.rvs_to_values[model["z"]]]
-    binary = kind.startswith("occupancy")
+    binary = kind.startswith(("occupancy", "regression"))
+    n = point["z"].size
     exact = ExactRatios(model, value_vars, point,
                         make_shared_replacements(point, value_vars, model),
-                        n_categories=None if binary else np.full(T, K))
+                        n_categories=None if binary else np.full(n, K))
     assert exact.structure.n_colours == APPLIED[kind] and exact.proven, exact.setup_report
     logp = model.compile_logp()
-    z = np.random.default_rng(5).integers(0, 2 if binary else K, T)
-    if binary:  # a site with a detection is occupied (else the state is impossible)
+    z = np.random.default_rng(5).integers(0, 2 if binary else K, n)
+    if kind.startswith("occupancy"):  # a site with a detection is occupied
         z = np.maximum(z, _DETECTIONS.any(axis=1))
     _, ratios = exact(z)
     table = ratios[:, None] if binary else ratios
     base = logp({**point, "z": z})
-    for i in range(T):
+    for i in range(n):
         for v in range(2 if binary else K):
             if v == z[i]:
                 continue
