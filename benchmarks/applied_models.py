@@ -6,7 +6,9 @@ The models of the applied benchmark (``benchmarks/run_applied.py``):
 * :func:`site_occupancy` -- MacKenzie et al. (2002), 200 sites x 5 visits, simulated;
 * :func:`capture_recapture` -- model M0 with data augmentation (Royle 2009), simulated;
 * :func:`change_point` -- the UK coal-mining disasters of PyMC's own change-point example;
-* :func:`variable_selection` -- spike-and-slab on the 10 diabetes predictors.
+* :func:`variable_selection` -- spike-and-slab on the 10 diabetes predictors;
+* :func:`small_spike_and_slab` -- a 4-predictor regression whose spike is a narrow
+  Gaussian (a scale mixture, as in Liesel's tutorial), simulated.
 
 Every builder returns an :class:`AppliedModel`: the PyMC model with the discrete latent
 variables as free variables, the same model with them summed out by hand (a logsumexp
@@ -45,8 +47,11 @@ __all__ = [
     "COAL_MINING_DISASTERS",
     "capture_recapture",
     "change_point",
+    "exact_scale_mixture",
     "gaussian_mixture",
+    "simulate_spike_and_slab",
     "site_occupancy",
+    "small_spike_and_slab",
     "variable_selection",
 ]
 
@@ -692,6 +697,200 @@ def _numpyro_selection(X: np.ndarray, y: np.ndarray) -> Callable:
     return model
 
 
+# --------------------------------------------------------------------------------------
+# f. A small spike-and-slab regression with a continuous spike (scale mixture)
+# --------------------------------------------------------------------------------------
+
+#: prior inclusion probability, slab and spike standard deviations of the scale mixture
+SCALE_INCLUSION, SCALE_SLAB, SCALE_SPIKE = 0.5, 1.0, 0.1
+
+#: the seed of :func:`small_spike_and_slab`'s data: the first (0, 1, 2, ...) at which
+#: every posterior inclusion probability is within 4e-4 of 0 or 1 or at least 0.02 from
+#: both. In between, a run of 400-4,000 draws may never see the rarer value of g_j, and
+#: its mean of g_j is then off by more than the agreement check's floor allows (1e-4, so
+#: 4 MCSE = 4e-4) whatever the sampler: at seed 0, P(g_1 = 1 | y) = 0.99908 (9.2 "MCSE"
+#: off when g_1 stays 1), at seed 1 0.99191; at seed 2 0.99981.
+SCALE_DATA_SEED = 2
+
+
+def simulate_spike_and_slab(n: int = 100, coef: tuple[float, ...] = (1.0, 0.5, 0.0, 0.0),
+                            noise: float = 1.0, seed: int = SCALE_DATA_SEED,
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """Predictors ``X`` (n, p), standard normal, and ``y = X coef + noise * e`` with
+    standard normal ``e``, simulated with ``seed``."""
+    rng = np.random.default_rng(seed)
+    coef_ = np.asarray(coef, dtype=float)
+    X = rng.normal(size=(n, coef_.size))
+    return X, X @ coef_ + noise * rng.normal(size=n)
+
+
+def exact_scale_mixture(X: np.ndarray, y: np.ndarray, *, inclusion: float = SCALE_INCLUSION,
+                        slab: float = SCALE_SLAB, spike: float = SCALE_SPIKE,
+                        s_grid: np.ndarray | None = None) -> dict[str, np.ndarray | float]:
+    """Exact posterior means of :func:`small_spike_and_slab`'s model.
+
+    Given the indicators ``g`` and the noise ``s``, the coefficients are a conjugate
+    Gaussian regression with prior standard deviations ``slab`` (``g_j = 1``) or
+    ``spike`` (``g_j = 0``), and the evidence ``p(y | g, s)`` is Gaussian in closed form
+    (the algebra of ``benchmarks/exact_selection.py``, without intercept and with every
+    coefficient kept). The means are a sum over the ``2^p`` patterns and a Riemann sum over
+    ``s`` on an equally spaced grid (its end cells must hold no posterior mass).
+
+    Parameters
+    ----------
+    X, y : ndarray
+        Predictors (n, p) and response (n,).
+    inclusion, slab, spike : float
+        Prior inclusion probability and the two prior standard deviations.
+    s_grid : ndarray, optional
+        Equally spaced values of ``s``; default 4,000 points on [0.05, 4].
+
+    Returns
+    -------
+    dict
+        ``beta`` (p,), ``s``: posterior means; ``pip`` (p,): posterior inclusion
+        probabilities; ``edge_mass``: the posterior mass in the grid's end cells.
+
+    Raises
+    ------
+    ValueError
+        If the grid misses posterior mass at its ends.
+    """
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    n, p = X.shape
+    grid = np.linspace(0.05, 4.0, 4000) if s_grid is None else np.asarray(s_grid, float)
+    s2 = grid**2
+    gram, cross, yty = X.T @ X, X.T @ y, float(y @ y)
+    patterns = all_patterns(p)
+    log_joint = np.empty((len(patterns), len(grid)))
+    pieces = []
+    for i, g in enumerate(patterns):
+        scale = np.where(g > 0, slab, spike)
+        # whitened prior: beta = scale * v, v ~ N(0, I); scale X'X scale = U lam U'
+        lam, U = np.linalg.eigh(scale[:, None] * gram * scale[None, :])
+        c = U.T @ (scale * cross)
+        log_joint[i] = -0.5 * (np.log1p(lam[None, :] / s2[:, None]).sum(1)
+                               + n * np.log(2 * np.pi * s2) + yty / s2
+                               - (c[None, :] ** 2 / (s2[:, None] + lam[None, :])).sum(1) / s2)
+        pieces.append((scale, lam, U, c))
+    size = patterns.sum(1)
+    log_joint += (size * np.log(inclusion) + (p - size) * np.log1p(-inclusion))[:, None]
+    log_joint += -0.5 * s2[None, :]  # HalfNormal(1) on s (the grid is in s)
+    weight = np.exp(log_joint - log_joint.max())
+    weight /= weight.sum()
+    edge_mass = float(weight[:, 0].sum() + weight[:, -1].sum())
+    if edge_mass > 1e-12:
+        raise ValueError(f"the s grid misses posterior mass ({edge_mass:.2e} at its ends)")
+    beta = np.zeros(p)
+    for (scale, lam, U, c), w in zip(pieces, weight):
+        # E[beta | g, s, y] = scale U c / (s^2 + lam), averaged over s per pattern
+        beta += scale * (U @ (c * (w @ (1.0 / (s2[:, None] + lam[None, :])))))
+    return {"beta": beta, "s": float(weight.sum(0) @ grid),
+            "pip": weight.sum(1) @ patterns, "edge_mass": edge_mass}
+
+
+def small_spike_and_slab(X: np.ndarray | None = None,
+                         y: np.ndarray | None = None) -> AppliedModel:
+    """Spike-and-slab regression whose spike is a narrow Gaussian (a scale mixture).
+
+    The kind of model of Liesel's spike-and-slab tutorial. Data: 100 rows, 4 standard
+    normal predictors, true coefficients (1, 0.5, 0, 0), noise sd 1, simulated with seed
+    2 (:func:`simulate_spike_and_slab`; :data:`SCALE_DATA_SEED` says why 2). Model:
+    indicators ``g_j ~ Bernoulli(0.5)``, coefficients
+    ``beta_j ~ Normal(0, switch(g_j, 1, 0.1))`` (slab 1, spike 0.1), noise
+    ``s ~ HalfNormal(1)``, ``y ~ Normal(X beta, s)``. Marginal: each ``beta_j`` with its
+    two-component prior summed out, ``NormalMixture(w=[0.5, 0.5], mu=0,
+    sigma=[0.1, 1])``. Summaries: the 4 posterior inclusion probabilities ``pip[j]``;
+    given ``beta``, ``g_j`` depends on ``beta_j`` alone (its prior's responsibility).
+    Exact posterior means: :func:`exact_scale_mixture`.
+
+    Parameters
+    ----------
+    X, y : ndarray, optional
+        Predictors (n, p) and response (n,); default the simulated data.
+
+    Returns
+    -------
+    AppliedModel
+    """
+    if X is None or y is None:
+        X, y = simulate_spike_and_slab()
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    n, p = X.shape
+    with pm.Model() as model:
+        # a float64 0.5: PyTensor stores the Python float 0.5 as float32 (exact), and
+        # Bernoulli's log(0.5) in float32 is 1.9e-9 off per site
+        g = pm.Bernoulli("g", np.float64(SCALE_INCLUSION), shape=p)
+        beta = pm.Normal("beta", 0.0, pm.math.switch(g, SCALE_SLAB, SCALE_SPIKE), shape=p)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", mu=pm.math.dot(X, beta), sigma=s, observed=y)
+    with pm.Model() as marginal:
+        # component 0 the spike (g = 0), component 1 the slab (g = 1)
+        beta = pm.NormalMixture("beta", w=[1.0 - SCALE_INCLUSION, SCALE_INCLUSION],
+                                mu=0.0, sigma=[SCALE_SPIKE, SCALE_SLAB], shape=p)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", mu=pm.math.dot(X, beta), sigma=s, observed=y)
+
+    def marginal_summaries(draws: Draws) -> dict[str, np.ndarray]:
+        b = np.asarray(draws["beta"], dtype=float)
+
+        def log_normal(sd: float) -> np.ndarray:
+            return -0.5 * (b / sd) ** 2 - np.log(sd)
+
+        # P(g_j = 1 | beta_j): the slab's responsibility for beta_j
+        logit = (np.log(SCALE_INCLUSION) + log_normal(SCALE_SLAB)
+                 - np.log1p(-SCALE_INCLUSION) - log_normal(SCALE_SPIKE))
+        pip = 1.0 / (1.0 + np.exp(-logit))
+        return {f"pip[{j}]": pip[..., j] for j in range(p)}
+
+    summaries = {f"pip[{j}]": (lambda draws, j=j: draws["g"][..., j].astype(float))
+                 for j in range(p)}
+
+    def start(chains: int, seed: int) -> list[dict]:
+        return [{"g": np.random.default_rng(seed + c).integers(0, 2, p)}
+                for c in range(chains)]
+
+    def exact_means() -> dict[str, float]:
+        exact = exact_scale_mixture(X, y)
+        out = {f"beta[{j}]": float(exact["beta"][j]) for j in range(p)}
+        out["s"] = exact["s"]
+        out.update({f"pip[{j}]": float(exact["pip"][j]) for j in range(p)})
+        return out
+
+    return AppliedModel(
+        name="small_spike_and_slab",
+        title=f"Spike-and-slab, continuous spike: {p} predictors, {n} rows",
+        source=f"simulated (seed {SCALE_DATA_SEED}): {n} rows, {p} standard normal predictors, "
+               "coefficients (1, 0.5, 0, 0), noise sd 1; indicators Bernoulli(0.5), "
+               f"coefficients Normal(0, {SCALE_SLAB:g} if g else {SCALE_SPIKE:g}), "
+               "noise HalfNormal(1) (a scale mixture, as in Liesel's spike-and-slab "
+               "tutorial)",
+        model=model, marginal=marginal, continuous=["beta", "s"], discrete=["g"],
+        summaries=summaries, marginal_summaries=marginal_summaries,
+        headline=[f"pip[{j}]" for j in range(p)], best_steps=blocked_gibbs(["g"]),
+        start=start, numpyro_model=lambda: _numpyro_scale_mixture(X, y),
+        exact_means=exact_means,
+    )
+
+
+def _numpyro_scale_mixture(X: np.ndarray, y: np.ndarray) -> Callable:
+    """The scale-mixture spike-and-slab regression in NumPyro."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    p = X.shape[1]
+
+    def model():
+        g = numpyro.sample("g", dist.Bernoulli(SCALE_INCLUSION).expand([p]))
+        beta = numpyro.sample("beta", dist.Normal(0.0, jnp.where(g, SCALE_SLAB, SCALE_SPIKE)))
+        s = numpyro.sample("s", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(X @ beta, s), obs=y)
+
+    return model
+
+
 #: every family, by its key (``--models``)
 BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "mixture": gaussian_mixture,
@@ -699,4 +898,5 @@ BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "capture": capture_recapture,
     "changepoint": change_point,
     "selection": variable_selection,
+    "small_spike_and_slab": small_spike_and_slab,
 }

@@ -2,8 +2,9 @@
 
 For each model of ``benchmarks/applied_models.py`` (a Gaussian mixture on iris, site
 occupancy, capture-recapture with data augmentation, a change point, Bayesian variable
-selection), five ways to sample it, each in its own ``try`` so that one failure is a row
-of the table, not the end of the run:
+selection, a small spike-and-slab regression with a continuous spike), five ways to
+sample it, each in its own ``try`` so that one failure is a row of the table, not the
+end of the run:
 
 1. **PyMC default**: ``pmd.unregister()``, then plain ``pm.sample()`` (PyMC's own Gibbs /
    Metropolis step for the discrete variables, NUTS for the rest);
@@ -57,7 +58,7 @@ run, seed by seed, follows, and a summary over the models for ``register()`` ope
 section.
 
 Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: few
-draws, still every seed; ``--smoke``: two models, one seed, two chains of a few draws,
+draws, still every seed; ``--smoke``: three models, one seed, two chains of a few draws,
 for the tests; ``--seeds 1 2 3 2024``; ``--models occupancy,change_point``: a subset;
 ``--draws``, ``--tune``, ``--ref-draws``, ``--no-numpyro``). Writes the section
 ``applied`` of ``benchmarks/RESULTS.md`` when every model ran over at least 3 seeds (or
@@ -740,8 +741,8 @@ Rao-Blackwellised (`E[summary | continuous parameters]` at each draw), another
 estimator, so it has no ratio on them. "max dev. / MCSE" is the largest
 `|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)` over every continuous element and every
 discrete summary (which one in parentheses), against the same seed's reference. Where the
-exact posterior means are known (variable selection), the column compares with them
-instead (MCSE_ref = 0), the reference's row included. "accept": the fraction of the
+exact posterior means are known (both spike-and-slab regressions), the column compares
+with them instead (MCSE_ref = 0), the reference's row included. "accept": the fraction of the
 discrete step's proposals accepted (PyMC's Gibbs steps and NumPyro report none).
 
 Every figure is over the seeds: the median with the spread (min-max); r-hat and the
@@ -771,8 +772,8 @@ def _model_key(name: str) -> str:
     return name.strip().lower().replace("_", "").replace("-", "")
 
 
-#: the models and seeds of ``--smoke`` (the cheapest two)
-SMOKE_MODELS, SMOKE_SEEDS = "change_point,occupancy", [1]
+#: the models and seeds of ``--smoke`` (the cheapest three)
+SMOKE_MODELS, SMOKE_SEEDS = "change_point,occupancy,small_spike_and_slab", [1]
 
 
 def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False) -> str:

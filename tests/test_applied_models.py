@@ -38,6 +38,8 @@ def _small_models() -> dict[str, tuple[am.AppliedModel, int]]:
         "capture": (am.capture_recapture(np.array([2, 0, 1, 0, 0]), occasions=5), 2),
         "changepoint": (am.change_point(), 0),  # its 111 years, enumerated directly
         "selection": (am.variable_selection(X[:25], y[:25], names), 2),
+        # full size: 4 indicators, 16 configurations
+        "small_spike_and_slab": (am.small_spike_and_slab(), 2),
     }
 
 
@@ -154,7 +156,7 @@ def test_the_runner_measures_agreement_and_reports_a_failed_variant_as_a_row():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("builder", ["gaussian_mixture", "site_occupancy", "capture_recapture",
-                                     "change_point"])
+                                     "change_point", "small_spike_and_slab"])
 def test_collapsed_nuts_sums_out_exactly_what_the_hand_written_marginal_does(builder):
     """CollapsedNUTS's automatic marginal (full-size models) has the log density and the
     gradient of the benchmark's hand-written marginal model at random points around the
@@ -246,3 +248,79 @@ def test_the_runner_measures_agreement_against_exact_means_where_known():
     assert "the exact posterior means" in ra.bars_over_seeds(result)
     assert "| ref |" not in ra.seeds_table(result)
     assert "| ref |" not in ra.per_seed_table(result)
+
+
+def test_scale_mixture_prior_summed_over_g_is_the_normal_mixture():
+    """The hand-written marginal of the small spike-and-slab (``beta ~ NormalMixture(
+    w=[0.5, 0.5], mu=0, sigma=[0.1, 1])``) has, at 20 random points, the log density of
+    the discrete model summed over the 16 indicator patterns, to rounding."""
+    applied, _ = MODELS["small_spike_and_slab"]
+    discrete_logp, marginal_logp = _logp_functions("small_spike_and_slab")
+    patterns = am.all_patterns(4).astype(np.int64)
+    rng = np.random.default_rng(2024)
+    gaps = []
+    for _ in range(20):
+        point = {"beta": rng.normal(0.0, 1.0, 4), "s_log__": rng.normal(0.0, 0.5)}
+        joint = logsumexp([discrete_logp({**point, "g": g}) for g in patterns])
+        gaps.append(abs(marginal_logp(point) - joint))
+    print(f"max |marginal - logsumexp over g| at 20 points: {max(gaps):.2e}")
+    assert max(gaps) < 1e-10
+
+
+def test_small_spike_and_slab_settings_and_recommendation():
+    """The documented data (100 rows, 4 standard normal predictors, seed 0), and
+    ``recommend`` sums the indicators out (the spike is 0.1 of the slab, at least
+    ``SPIKE_CROSSED``)."""
+    import pymc_discrete as pmd
+    from pymc_discrete.pymc.recommend import SPIKE_CROSSED
+
+    X, y = am.simulate_spike_and_slab()
+    assert X.shape == (100, 4) and y.shape == (100,)
+    rng = np.random.default_rng(am.SCALE_DATA_SEED)
+    X0 = rng.normal(size=(100, 4))
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_allclose(y, X0 @ [1.0, 0.5, 0.0, 0.0] + rng.normal(size=100))
+    applied, _ = MODELS["small_spike_and_slab"]
+    model = applied.model
+    assert am.SCALE_SPIKE / am.SCALE_SLAB >= SPIKE_CROSSED
+    assert pmd.recommend([model["g"]], model=model).step is pmd.CollapsedNUTS
+
+
+def test_exact_scale_mixture_is_the_brute_force_posterior():
+    """The exact means of the small spike-and-slab (whitened conjugate algebra) equal a
+    brute-force computation on 2 predictors and 25 rows: the evidence of every pattern
+    at every grid value of ``s`` from the dense covariance ``s^2 I + X D X'`` of y, the
+    coefficients' conditional means ``D X' Cov^-1 y``."""
+    from scipy.stats import multivariate_normal
+
+    X, y = am.simulate_spike_and_slab(n=25, coef=(1.0, 0.0), seed=3)
+    n, p = X.shape
+    grid = np.linspace(0.05, 4.0, 300)
+    exact = am.exact_scale_mixture(X, y, inclusion=0.3, slab=1.0, spike=0.1, s_grid=grid)
+    log_w, means = [], []
+    for g in am.all_patterns(p):
+        D = np.diag(np.where(g > 0, 1.0, 0.1) ** 2)
+        for s in grid:
+            cov = s**2 * np.eye(n) + X @ D @ X.T
+            log_w.append(multivariate_normal(np.zeros(n), cov).logpdf(y) - 0.5 * s**2
+                         + g.sum() * np.log(0.3) + (p - g.sum()) * np.log(0.7))
+            means.append(np.r_[D @ X.T @ np.linalg.solve(cov, y), s, g])
+    weight = np.exp(np.array(log_w) - max(log_w))
+    expected = weight @ np.array(means) / weight.sum()
+    got = np.r_[exact["beta"], exact["s"], exact["pip"]]
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="misses posterior mass"):
+        am.exact_scale_mixture(X, y, s_grid=np.linspace(0.9, 1.0, 50))
+
+
+def test_the_data_seed_is_the_first_whose_inclusion_probabilities_are_clear():
+    """``SCALE_DATA_SEED`` is the first seed at which every exact inclusion probability
+    is within 4e-4 of 0 or 1 or at least 0.02 from both (its comment says why)."""
+
+    def clear(seed: int) -> bool:
+        pip = am.exact_scale_mixture(*am.simulate_spike_and_slab(seed=seed))["pip"]
+        rare = np.minimum(pip, 1.0 - pip)
+        return bool(np.all((rare < 4e-4) | (rare >= 0.02)))
+
+    seeds = [s for s in range(am.SCALE_DATA_SEED + 1) if clear(s)]
+    assert seeds == [am.SCALE_DATA_SEED]
