@@ -178,7 +178,8 @@ def sample_logged(model: pm.Model, draws: int) -> tuple[float, float, str]:
         wall = time.perf_counter() - began
     finally:
         logger.removeHandler(handler)
-    steps = [m.group(0).lstrip(">") for m in map(_STEP_LINE.match, handler.messages) if m]
+    lines = [line for message in handler.messages for line in message.splitlines()]
+    steps = [m.group(0).lstrip(">") for m in map(_STEP_LINE.match, lines) if m]
     return wall, float(idata.sample_stats.attrs["sampling_time"]), "; ".join(steps) or "?"
 
 

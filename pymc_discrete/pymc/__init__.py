@@ -2,6 +2,7 @@
 
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.arwm import ARWM
+from pymc_discrete.pymc.chain import ChainGibbs
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
 from pymc_discrete.pymc.gibbs import BlockedGibbs
@@ -15,6 +16,7 @@ __all__ = [
     "ALBP",
     "ARWM",
     "BlockedGibbs",
+    "ChainGibbs",
     "CollapsedNUTS",
     "JointGibbs",
     "NotCollapsible",

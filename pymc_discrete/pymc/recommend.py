@@ -27,6 +27,10 @@ density, coloured so that sites of one colour share none) and picks
   :data:`JOINT_SWEEPS_PER_DRAW` sweeps of single-site conditionals (counted in states
   evaluated): every draw is an exact draw from the joint conditional, so no improbable
   state between two probable ones (explaining away in a small network) slows the chain;
+* :class:`~pymc_discrete.pymc.chain.ChainGibbs` when the block's sites form a chain (two
+  colours, every term touching one site or two neighbours of an order of the sites, read
+  off the graph: a hidden Markov chain however its transitions are written): every draw
+  is an exact draw of the whole chain by forward filtering, backward sampling;
 * :class:`~pymc_discrete.pymc.gibbs.BlockedGibbs` when few colours cover the block: a
   sweep then draws every site from its exact conditional in a few batched evaluations
   (mixture labels, occupancy and capture-recapture indicators, lattices), or the block
@@ -51,6 +55,7 @@ from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.kernels.joint import JOINT_MAX_STATES, count_joint_states
 from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.chain import ChainGibbs, chain_layout
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.gibbs import BlockedGibbs
@@ -273,6 +278,15 @@ def recommend(vars=None, model=None, initial_point=None,
             )
             return Recommendation(JointGibbs, reason, n_sites, c, exact)
         why_not += cost
+    if c == 2 and chain_layout(exact) is not None:
+        reason = (
+            f"the {n_sites} sites of {names} form a chain (every term touches one site or "
+            f"two neighbours, read off the graph): each draw evaluates the terms at "
+            f"{2 * k * k} states in one batched evaluation and draws the whole chain exactly "
+            "from its conditional (forward filtering, backward sampling), so a regime "
+            f"boundary moves anywhere in one draw{why_not}"
+        )
+        return Recommendation(ChainGibbs, reason, n_sites, c, exact)
     if c <= GIBBS_MAX_COLOURS or c * GIBBS_MIN_SITES_PER_COLOUR <= n_sites:
         reason = (
             f"{c} colour{'s cover' if c > 1 else ' covers'} the {n_sites} sites of {names} (sites of "

@@ -1,0 +1,388 @@
+"""A chain-structured block drawn exactly: forward filtering, backward sampling.
+
+A block of categorical sites whose log density (given everything else) is a sum of
+terms each touching one site or two neighbours of an order of the sites,
+
+    l(z) = sum_p phi_p(z_p) + sum_p psi_p(z_p, z_{p+1}),
+
+is a hidden Markov chain (a path graph). Its joint conditional can be drawn exactly in
+O(T K^2): the forward pass computes ``alpha_p(b) = phi_p(b) + logsumexp_a(alpha_{p-1}(a)
++ psi_{p-1}(a, b))`` (in log space, stable for chains of any length), then the last site
+is drawn from ``softmax(alpha_{T-1})`` and each earlier one from ``softmax(alpha_p(a) +
+psi_p(a, z_{p+1}))``. The draw does not depend on the current state, so the transition
+is ``T(x, y) = p(y)``: reversible, irreducible on the states of positive probability and
+aperiodic. ``logsumexp(alpha_{T-1})`` is the block summed out (the forward algorithm).
+
+:func:`chain_order` finds such an order from the structure (which terms each site
+touches), :func:`pair_states` lists the few states at which the terms are evaluated to
+fill the tables (2 K^2 of them: all value pairs of the even pairs of neighbours at once,
+then of the odd ones), :func:`chain_tables` reads the tables off those evaluations, and
+:func:`ffbs` draws. Disjoint paths are one order whose unlinked neighbours have a zero
+pair table. Values a site does not have get -inf.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from pymc_discrete.kernels.common import StepInfo
+from pymc_discrete.kernels.jit import njit_cached
+
+__all__ = [
+    "ChainLayout",
+    "ChainState",
+    "chain_order",
+    "chain_tables",
+    "ffbs",
+    "forward_filter",
+    "init_chain_state",
+    "pair_states",
+]
+
+
+class ChainLayout(NamedTuple):
+    """A block's sites in chain order, and where each term goes in the tables.
+
+    Attributes
+    ----------
+    order : ndarray of int64, shape (T,)
+        The sites (block indices) in chain order.
+    position : ndarray of int64, shape (T,)
+        Position of every site in the order (the inverse of ``order``).
+    term_position : ndarray of int64, shape (M,)
+        Position p of every term: the term touches position p alone, or p and p + 1.
+    term_pair : ndarray of bool, shape (M,)
+        Whether the term touches p + 1 too (a pair term) or p alone (a unary term).
+    linked : ndarray of bool, shape (T - 1,)
+        Whether positions p and p + 1 share a term (else the order joins two paths).
+    """
+
+    order: np.ndarray
+    position: np.ndarray
+    term_position: np.ndarray
+    term_pair: np.ndarray
+    linked: np.ndarray
+
+
+def chain_order(site_ptr: np.ndarray, site_terms: np.ndarray,
+                n_terms: int) -> ChainLayout | None:
+    """The chain order of a block whose terms each touch at most two sites and whose
+    sites, linked by the terms they share, form paths; None if they do not (a site with
+    three neighbours, a cycle, or a term of three sites).
+
+    Parameters
+    ----------
+    site_ptr, site_terms : ndarray of int64
+        CSR lists: the terms of site i are ``site_terms[site_ptr[i]:site_ptr[i + 1]]``.
+    n_terms : int
+        Number of terms M.
+
+    Returns
+    -------
+    ChainLayout or None
+
+    Examples
+    --------
+    >>> # sites 0-2-1 linked by terms 0 (sites 0, 2) and 1 (sites 2, 1); term 2 on site 1
+    >>> layout = chain_order(np.array([0, 1, 3, 5]), np.array([0, 1, 2, 0, 1]), 3)
+    >>> layout.order.tolist(), layout.term_position.tolist(), layout.term_pair.tolist()
+    ([0, 2, 1], [0, 1, 2], [True, True, False])
+    """
+    site_ptr = np.asarray(site_ptr, dtype=np.int64)
+    site_terms = np.asarray(site_terms, dtype=np.int64)
+    n = site_ptr.size - 1
+    counts = np.bincount(site_terms, minlength=n_terms)
+    if n == 0 or np.any(counts > 2):
+        return None
+    # the sites of every term, sorted by term (vectorised: a lattice is refused at once)
+    entry_site = np.repeat(np.arange(n, dtype=np.int64), np.diff(site_ptr))
+    by_term = np.argsort(site_terms, kind="stable")
+    term_ptr = np.concatenate([[0], np.cumsum(counts)])
+    sorted_sites = entry_site[by_term]
+    pairs = np.flatnonzero(counts == 2)
+    first, second = sorted_sites[term_ptr[pairs]], sorted_sites[term_ptr[pairs] + 1]
+    edges = np.unique(np.stack([np.minimum(first, second), np.maximum(first, second)], 1),
+                      axis=0) if pairs.size else np.zeros((0, 2), dtype=np.int64)
+    degree = np.bincount(edges.ravel(), minlength=n)
+    if np.any(degree > 2):
+        return None
+    neighbours: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges.tolist():
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    order, seen = [], np.zeros(n, dtype=bool)
+    for start in range(n):  # walk each path from an end (a site with at most one link)
+        if seen[start] or len(neighbours[start]) == 2:
+            continue
+        previous, site = -1, start
+        while site >= 0:
+            seen[site] = True
+            order.append(site)
+            following = [s for s in neighbours[site] if s != previous and not seen[s]]
+            previous, site = site, (following[0] if following else -1)
+    if len(order) != n:  # the sites left over lie on cycles
+        return None
+    order = np.asarray(order, dtype=np.int64)
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    term_position = np.zeros(n_terms, dtype=np.int64)
+    touched = counts > 0
+    term_position[touched] = position[sorted_sites[term_ptr[:-1][touched]]]
+    term_pair = counts == 2
+    if pairs.size:
+        term_position[pairs] = np.minimum(position[first], position[second])
+    linked = np.zeros(max(n - 1, 0), dtype=bool)
+    linked[term_position[pairs]] = True
+    return ChainLayout(order, position, term_position, term_pair, linked)
+
+
+def pair_states(x: np.ndarray, layout: ChainLayout, n_values: np.ndarray) -> np.ndarray:
+    """The 2 K^2 states at which the terms fill the tables: row ``parity K^2 + a K + b``
+    puts value a at every position p of that parity (even, then odd) and b at p + 1
+    (a value a site does not have is replaced by 0, and its table entries are set to
+    -inf by :func:`chain_tables`); positions in no pair of that parity keep ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (T,)
+        The current sites (block order).
+    layout : ChainLayout
+    n_values : ndarray of int64, shape (T,)
+        Number of values of every site (block order).
+
+    Returns
+    -------
+    ndarray of int64, shape (2 K^2, T), in block order
+    """
+    k = int(n_values.max())
+    n = x.size
+    in_order = np.asarray(x, dtype=np.int64)[layout.order]
+    values = n_values[layout.order]
+    a, b = np.divmod(np.arange(k * k), k)
+    rows = np.empty((2 * k * k, n), dtype=np.int64)
+    for parity in (0, 1):
+        block = np.tile(in_order, (k * k, 1))
+        first = np.arange(parity, n - 1, 2)
+        block[:, first] = a[:, None]
+        block[:, first + 1] = b[:, None]
+        if n == 1:  # no pair: the one site takes every value
+            block[:, 0] = a
+        block = np.where(block < values[None, :], block, 0)
+        rows[parity * k * k:(parity + 1) * k * k][:, layout.order] = block
+    return rows
+
+
+def chain_tables(terms: np.ndarray, layout: ChainLayout,
+                 n_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unary and pair tables from the terms at :func:`pair_states`.
+
+    Parameters
+    ----------
+    terms : ndarray of float64, shape (2 K^2, M)
+        The block's terms at every row of :func:`pair_states`.
+    layout : ChainLayout
+    n_values : ndarray of int64, shape (T,)
+        Number of values of every site (block order).
+
+    Returns
+    -------
+    unary : ndarray, shape (T, K)
+        ``phi_p(a)``: the unary terms of position p at value a.
+    pair : ndarray, shape (T - 1, K, K)
+        ``psi_p(a, b)``: the pair terms of positions p, p + 1 (zero where unlinked).
+    """
+    k2 = terms.shape[0] // 2
+    k = int(round(np.sqrt(k2)))
+    n = layout.order.size
+    unary = np.zeros((n, k))
+    pair = np.zeros((max(n - 1, 0), k, k))
+    a_of_row, b_of_row = np.divmod(np.arange(k2), k)
+    for t in range(terms.shape[1]):
+        p = int(layout.term_position[t])
+        if layout.term_pair[t]:
+            rows = terms[(p % 2) * k2:(p % 2 + 1) * k2, t]
+            pair[p] += rows.reshape(k, k)
+        elif p < n - 1 or n == 1:
+            # position p is the first of a pair of its parity: rows with b = 0 list a
+            parity = p % 2
+            rows = terms[parity * k2:(parity + 1) * k2, t]
+            unary[p] += rows[b_of_row == 0]
+        else:  # the last position: the second of a pair of the other parity
+            parity = (p - 1) % 2
+            rows = terms[parity * k2:(parity + 1) * k2, t]
+            unary[p] += rows[a_of_row == 0]
+    values = n_values[layout.order]
+    missing = np.arange(k)[None, :] >= values[:, None]
+    unary[missing] = -np.inf
+    return unary, pair
+
+
+@njit_cached
+def _forward(unary: np.ndarray, pair: np.ndarray) -> np.ndarray:
+    n, k = unary.shape
+    alpha = np.empty((n, k))
+    alpha[0] = unary[0]
+    scratch = np.empty(k)
+    for p in range(1, n):
+        for b in range(k):
+            top = -np.inf
+            for a in range(k):
+                scratch[a] = alpha[p - 1, a] + pair[p - 1, a, b]
+                if scratch[a] > top:
+                    top = scratch[a]
+            if top == -np.inf:
+                alpha[p, b] = -np.inf
+                continue
+            total = 0.0
+            for a in range(k):
+                total += np.exp(scratch[a] - top)
+            alpha[p, b] = unary[p, b] + top + np.log(total)
+    return alpha
+
+
+@njit_cached
+def _draw_categorical(logits: np.ndarray, u: float) -> int:
+    k = logits.size
+    top = -np.inf
+    for a in range(k):
+        if logits[a] > top:
+            top = logits[a]
+    total = 0.0
+    for a in range(k):
+        total += np.exp(logits[a] - top)
+    target = u * total
+    cumulative = 0.0
+    last = 0
+    for a in range(k):
+        w = np.exp(logits[a] - top)
+        if w > 0.0:
+            last = a
+            cumulative += w
+            if target < cumulative:
+                return a
+    return last
+
+
+@njit_cached
+def _backward(alpha: np.ndarray, pair: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    n, k = alpha.shape
+    z = np.empty(n, dtype=np.int64)
+    z[n - 1] = _draw_categorical(alpha[n - 1], uniforms[n - 1])
+    logits = np.empty(k)
+    for p in range(n - 2, -1, -1):
+        for a in range(k):
+            logits[a] = alpha[p, a] + pair[p, a, z[p + 1]]
+        z[p] = _draw_categorical(logits, uniforms[p])
+    return z
+
+
+def forward_filter(unary: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, float]:
+    """The forward pass: ``alpha`` (T, K) and the log of the block summed out.
+
+    Parameters
+    ----------
+    unary : ndarray, shape (T, K)
+    pair : ndarray, shape (T - 1, K, K)
+
+    Returns
+    -------
+    alpha : ndarray, shape (T, K)
+    log_normaliser : float
+        ``logsumexp(alpha[-1])``: log of the sum of ``exp(l(z))`` over every state.
+
+    Examples
+    --------
+    >>> unary = np.log([[0.5, 0.5], [0.2, 0.8]])
+    >>> pair = np.log([[[0.9, 0.1], [0.1, 0.9]]])
+    >>> _, log_z = forward_filter(unary, pair)
+    >>> round(float(np.exp(log_z)), 4)  # sum over the 4 states
+    0.5
+    """
+    alpha = _forward(np.ascontiguousarray(unary, dtype=np.float64),
+                     np.ascontiguousarray(pair, dtype=np.float64).reshape(
+                         max(unary.shape[0] - 1, 0), unary.shape[1], unary.shape[1]))
+    last = alpha[-1]
+    top = last.max()
+    log_normaliser = (float(top + np.log(np.exp(last - top).sum())) if np.isfinite(top)
+                      else float(top))
+    return alpha, log_normaliser
+
+
+def ffbs(unary: np.ndarray, pair: np.ndarray,
+         rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """An exact draw of the chain from ``exp(l(z)) / sum exp(l)``, in chain order, and
+    the log normaliser.
+
+    Parameters
+    ----------
+    unary : ndarray, shape (T, K)
+    pair : ndarray, shape (T - 1, K, K)
+    rng : numpy.random.Generator
+        T uniforms are drawn from it.
+
+    Returns
+    -------
+    z : ndarray of int64, shape (T,)
+    log_normaliser : float
+
+    Raises
+    ------
+    ValueError
+        If no state has a finite log density, or the normaliser is +inf or NaN.
+    """
+    alpha, log_normaliser = forward_filter(unary, pair)
+    if not np.isfinite(log_normaliser):
+        raise ValueError(f"the chain's conditional sums to exp({log_normaliser}): no state "
+                         "of positive probability, or an improper one")
+    uniforms = rng.random(unary.shape[0])
+    return _backward(alpha, np.ascontiguousarray(pair, dtype=np.float64), uniforms), \
+        log_normaliser
+
+
+class ChainState(NamedTuple):
+    """The block's sites and their log density (the terms' sum).
+
+    Attributes
+    ----------
+    x : ndarray of int64, shape (T,)
+        Block order.
+    logp : float
+    """
+
+    x: np.ndarray
+    logp: float
+
+
+def chain_logp(z: np.ndarray, unary: np.ndarray, pair: np.ndarray) -> float:
+    """``l(z)`` for ``z`` in chain order."""
+    n = z.size
+    total = float(unary[np.arange(n), z].sum())
+    if n > 1:
+        total += float(pair[np.arange(n - 1), z[:-1], z[1:]].sum())
+    return total
+
+
+def init_chain_state(x: np.ndarray, logp: float) -> ChainState:
+    """The state at ``x`` (block order) with its log density."""
+    return ChainState(np.asarray(x, dtype=np.int64), float(logp))
+
+
+def chain_gibbs_step(state: ChainState, rng: np.random.Generator, unary: np.ndarray,
+                     pair: np.ndarray, layout: ChainLayout) -> tuple[ChainState, StepInfo]:
+    """Draw the block anew from its conditional (the tables at the other variables'
+    current values), whatever the current state.
+
+    Returns
+    -------
+    new_state : ChainState
+    info : StepInfo
+        An exact draw: ``accept_prob`` 1, ``accepted`` True; ``n_proposed`` the number
+        of sites whose value changed.
+    """
+    z, _ = ffbs(unary, pair, rng)
+    x = np.empty_like(z)
+    x[layout.order] = z
+    n_changed = int(np.count_nonzero(x != state.x))
+    return ChainState(x, chain_logp(z, unary, pair)), StepInfo(1.0, True, n_changed)

@@ -1,0 +1,147 @@
+"""ChainGibbs: a hidden Markov chain drawn exactly by forward filtering, backward
+sampling, inside pm.sample; chosen by register() whatever the transitions' phrasing."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy.special import logsumexp
+
+import pymc_discrete as pmd
+from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
+
+K = 3
+T = 5
+_P = np.full((K, K), 0.1) + 0.7 * np.eye(K)
+LOG_P = np.log(_P / _P.sum(axis=1, keepdims=True))
+Y = np.array([-1.2, -0.8, 0.3, 1.9, 2.2])
+MU = np.array([-1.0, 0.5, 2.0])
+
+
+def _hmm(phrasing: str, mu=None) -> pm.Model:
+    """A sticky 3-state chain of T steps with Gaussian emissions, the transitions
+    written as ``phrasing``; the state means fixed (``mu`` None) or free."""
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(K) / K, shape=T)
+        means = pt.as_tensor(MU) if mu is None else pm.Normal("mu", 0.0, 2.0, shape=K)
+        log_p = pt.as_tensor(LOG_P)
+        if phrasing == "index":
+            pm.Potential("chain", pt.sum(log_p[z[:-1], z[1:]]))
+        elif phrasing == "rows":
+            rows = pt.exp(log_p)[z[:-1]]
+            pm.Potential("chain", pt.sum(pt.log(rows[pt.arange(T - 1), z[1:]])))
+        elif phrasing == "one-hot":
+            one_hot = pt.eye(K)[z]
+            pm.Potential("chain", pt.sum((one_hot[:-1] @ LOG_P) * one_hot[1:]))
+        pm.Normal("y", means[z], 0.7, observed=Y)
+    return model
+
+
+@pytest.mark.parametrize("phrasing", ["index", "rows", "one-hot"])
+def test_chain_gibbs_draws_the_joint_distribution(phrasing):
+    """All 3^5 joint states per chain within 4 MCSE of enumeration, each phrasing."""
+    model = _hmm(phrasing)
+    states, probs = enumerate_block(model, ["z"])
+    with model:
+        step = pmd.ChainGibbs([model["z"]])
+        idata = pm.sample(draws=3000, tune=100, chains=2, cores=1, step=step,
+                          random_seed=11, progressbar=False,
+                          compute_convergence_checks=False)
+    assert step.layout.order.tolist() in (list(range(T)), list(range(T))[::-1])
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
+    assert np.all(idata.sample_stats["accept"].values == 1.0)
+
+
+def test_with_free_means_it_matches_the_forward_algorithm_model():
+    """The means' posterior with ChainGibbs + NUTS against NUTS on the model with the
+    chain summed out by hand (the forward algorithm in log space)."""
+    model = _hmm("index", mu=True)
+    with pm.Model() as marginal:
+        mu = pm.Normal("mu", 0.0, 2.0, shape=K)
+        emit = pm.logp(pm.Normal.dist(mu[None, :], 0.7), Y[:, None])  # (T, K)
+        alpha = emit[0] + np.log(1.0 / K)
+        for t in range(1, T):
+            alpha = emit[t] + pm.math.logsumexp(alpha[:, None] + LOG_P, axis=0).ravel()
+        pm.Potential("forward", pm.math.logsumexp(alpha))
+    kwargs = dict(draws=2000, tune=1000, chains=2, cores=1, random_seed=3,
+                  progressbar=False, compute_convergence_checks=False)
+    with model:
+        ours = pm.sample(step=[pmd.ChainGibbs([model["z"]])], **kwargs)
+    with marginal:
+        reference = pm.sample(**kwargs)
+    import arviz as az
+
+    for j in range(K):
+        a = ours.posterior["mu"].values[..., j]
+        b = reference.posterior["mu"].values[..., j]
+        se = np.hypot(float(az.mcse(a)), float(az.mcse(b)))
+        assert abs(a.mean() - b.mean()) <= 4.5 * se, (j, a.mean(), b.mean(), se)
+
+
+def test_forward_algorithm_reference_is_the_joint_summed_out():
+    """The hand-marginalised log density above equals the joint's logsumexp over the 3^5
+    chains at a value of the means (the prior of z, uniform, is a constant)."""
+    mu = np.array([-0.3, 0.4, 1.1])
+    emit = -0.5 * ((Y[:, None] - mu[None, :]) / 0.7) ** 2 - np.log(0.7 * np.sqrt(2 * np.pi))
+    alpha = emit[0] + np.log(1.0 / K)
+    for t in range(1, T):
+        alpha = emit[t] + logsumexp(alpha[:, None] + LOG_P, axis=0)
+    import itertools
+
+    total = []
+    for z in itertools.product(range(K), repeat=T):
+        z = np.array(z)
+        total.append(emit[np.arange(T), z].sum() + LOG_P[z[:-1], z[1:]].sum())
+    np.testing.assert_allclose(logsumexp(alpha), logsumexp(total) + np.log(1.0 / K),
+                               rtol=1e-12)
+
+
+def test_a_check_that_fails_at_one_position_hides_no_other_pair():
+    """Emissions y_t ~ Categorical(E_t[z_t]) where only E_2's last row is invalid
+    (negative): z_2 = 2 is impossible, z_t = 2 elsewhere is not. The pair states' rows
+    that put 2 at position 2 fail the check for every term; they are evaluated again
+    pair by pair (else every even position would lose value 2), and the draws match
+    enumeration, where the other positions do take value 2."""
+    good = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]])
+    E = np.stack([good] * T)
+    E[2, 2] = [0.5, 0.6, -0.1]
+    obs = np.array([2, 0, 1, 1, 2])
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(K) / K, shape=T)
+        pm.Potential("chain", pt.sum(pt.as_tensor(LOG_P)[z[:-1], z[1:]]))
+        pm.Categorical("y", p=pt.as_tensor(E)[pt.arange(T), z], observed=obs)
+    states, probs = enumerate_block(model, ["z"])
+    assert probs[states[:, 2] == 2].max() == 0.0
+    assert probs[states[:, 0] == 2].sum() > 0.2 and probs[states[:, 4] == 2].sum() > 0.2
+    with model:
+        step = pmd.ChainGibbs([z])
+        idata = pm.sample(draws=2000, tune=50, chains=2, cores=1, step=step,
+                          random_seed=2, progressbar=False, compute_convergence_checks=False)
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
+
+
+def test_register_picks_chain_gibbs_for_a_chain_and_nothing_else_takes_it(caplog):
+    """register() + pm.sample() on the HMM: ChainGibbs with NUTS on the means; a lattice
+    (sites with four neighbours) is refused by ChainGibbs, and recommend() does not pick
+    it there."""
+    model = _hmm("rows", mu=True)
+    assert pmd.recommend([model["z"]], model=model).step is pmd.ChainGibbs
+    pmd.register()
+    try:
+        with caplog.at_level(logging.INFO, logger="pymc"), model:
+            pm.sample(draws=20, tune=20, chains=1, random_seed=1, progressbar=False,
+                      compute_convergence_checks=False)
+    finally:
+        pmd.unregister()
+    assert "pymc_discrete chose ChainGibbs for [z]" in caplog.text
+    with pm.Model() as lattice:
+        x = pm.Bernoulli("x", 0.5, shape=(4, 4))
+        s = 2 * x - 1
+        pm.Potential("c", 0.3 * ((s[1:] * s[:-1]).sum() + (s[:, 1:] * s[:, :-1]).sum()))
+    assert pmd.recommend([lattice["x"]], model=lattice).step is not pmd.ChainGibbs
+    with lattice, pytest.raises(ValueError, match="not one: its terms do not link"):
+        pmd.ChainGibbs([x])
