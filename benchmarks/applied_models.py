@@ -8,7 +8,9 @@ The models of the applied benchmark (``benchmarks/run_applied.py``):
 * :func:`change_point` -- the UK coal-mining disasters of PyMC's own change-point example;
 * :func:`variable_selection` -- spike-and-slab on the 10 diabetes predictors;
 * :func:`small_spike_and_slab` -- a 4-predictor regression whose spike is a narrow
-  Gaussian (a scale mixture, as in Liesel's tutorial), simulated.
+  Gaussian (a scale mixture, as in Liesel's tutorial), simulated;
+* :func:`gaussian_hmm` -- a Gaussian hidden Markov model, 300 steps, 3 sticky states,
+  simulated (the chain a ``pm.Potential``, summed out by the forward algorithm).
 
 Every builder returns an :class:`AppliedModel`: the PyMC model with the discrete latent
 variables as free variables, the same model with them summed out by hand (a logsumexp
@@ -48,7 +50,11 @@ __all__ = [
     "capture_recapture",
     "change_point",
     "exact_scale_mixture",
+    "gaussian_hmm",
     "gaussian_mixture",
+    "hmm_smoothing",
+    "hmm_transitions",
+    "simulate_hmm",
     "simulate_spike_and_slab",
     "site_occupancy",
     "small_spike_and_slab",
@@ -891,6 +897,220 @@ def _numpyro_scale_mixture(X: np.ndarray, y: np.ndarray) -> Callable:
     return model
 
 
+# --------------------------------------------------------------------------------------
+# g. A Gaussian hidden Markov model
+# --------------------------------------------------------------------------------------
+
+#: number of states, probability of staying in a state, true state means, emission sd
+#: and data seed of :func:`gaussian_hmm`
+HMM_STATES, HMM_STAY, HMM_MEANS, HMM_NOISE, HMM_DATA_SEED = 3, 0.95, (-2.0, 0.0, 2.0), 0.5, 0
+
+
+def hmm_transitions(k: int = HMM_STATES, stay: float = HMM_STAY) -> np.ndarray:
+    """The (k, k) transition matrix with ``stay`` on the diagonal and the rest of each row
+    spread evenly over the other states (0.025 for k = 3, stay = 0.95)."""
+    P = np.full((k, k), (1.0 - stay) / (k - 1))
+    np.fill_diagonal(P, stay)
+    return P
+
+
+def simulate_hmm(T: int = 300, means: tuple[float, ...] = HMM_MEANS, noise: float = HMM_NOISE,
+                 stay: float = HMM_STAY, seed: int = HMM_DATA_SEED,
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """States ``z`` (T,) and observations ``y`` (T,) of a Gaussian hidden Markov model:
+    the first state uniform, then :func:`hmm_transitions`, ``y_t ~ Normal(means[z_t],
+    noise)``; simulated with ``seed``."""
+    rng = np.random.default_rng(seed)
+    k = len(means)
+    P = hmm_transitions(k, stay)
+    z = np.empty(T, dtype=np.int64)
+    z[0] = rng.integers(k)
+    for t in range(1, T):
+        z[t] = rng.choice(k, p=P[z[t - 1]])
+    return z, np.asarray(means, dtype=float)[z] + noise * rng.normal(size=T)
+
+
+def _log_sum_exp(a: np.ndarray, axis: int) -> np.ndarray:
+    """``log(sum(exp(a), axis))``, stable, without scipy's overhead (called per step)."""
+    m = a.max(axis=axis, keepdims=True)
+    return (m + np.log(np.exp(a - m).sum(axis=axis, keepdims=True))).squeeze(axis)
+
+
+def hmm_smoothing(mu: np.ndarray, sigma: np.ndarray, y: np.ndarray, log_P: np.ndarray,
+                  chunk: int = 500) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior state occupancies and expected number of switches of a Gaussian HMM at
+    every draw of its parameters (forward-backward in log space).
+
+    The first state is uniform, the transitions ``exp(log_P)``, ``y_t ~ Normal(mu[z_t],
+    sigma)``. With the forward and backward messages ``a_t``, ``b_t`` and the normaliser
+    ``Z``, ``P(z_t = k | y) = exp(a_t(k) + b_t(k) - log Z)`` and ``P(z_t = z_{t+1} = k |
+    y) = exp(a_t(k) + log_P[k, k] + e_{t+1}(k) + b_{t+1}(k) - log Z)``.
+
+    Parameters
+    ----------
+    mu : ndarray
+        State means, (S, K).
+    sigma : ndarray
+        Emission standard deviations, (S,).
+    y : ndarray
+        Observations, (T,).
+    log_P : ndarray
+        Log transition matrix, (K, K).
+    chunk : int
+        Draws processed at once (memory: chunk x T x K messages).
+
+    Returns
+    -------
+    occupancy : ndarray
+        (S, K): the expected fraction of the T sites in each state, ``mean_t P(z_t = k | y)``.
+    switches : ndarray
+        (S,): the expected number of switches, ``sum_t 1 - sum_k P(z_t = z_{t+1} = k | y)``.
+    """
+    mu, sigma = np.asarray(mu, dtype=float), np.asarray(sigma, dtype=float)
+    y = np.asarray(y, dtype=float)
+    S, K = mu.shape
+    T = y.size
+    stay = np.diag(log_P)
+    occupancy, switches = np.empty((S, K)), np.empty(S)
+    for lo in range(0, S, chunk):
+        m, s = mu[lo:lo + chunk], sigma[lo:lo + chunk]
+        # the emissions' log densities up to a constant, which cancels: (c, T, K)
+        emit = -0.5 * ((y[None, :, None] - m[:, None, :]) / s[:, None, None]) ** 2 \
+            - np.log(s)[:, None, None]
+        fwd = np.empty_like(emit)
+        bwd = np.zeros_like(emit)
+        fwd[:, 0] = emit[:, 0] - np.log(K)
+        for t in range(1, T):
+            fwd[:, t] = emit[:, t] + _log_sum_exp(fwd[:, t - 1, :, None] + log_P, axis=1)
+        for t in range(T - 2, -1, -1):
+            bwd[:, t] = _log_sum_exp(log_P + (emit[:, t + 1] + bwd[:, t + 1])[:, None, :],
+                                     axis=2)
+        log_z = _log_sum_exp(fwd[:, -1], axis=1)[:, None, None]
+        occupancy[lo:lo + chunk] = np.exp(fwd + bwd - log_z).mean(1)
+        same = np.exp(fwd[:, :-1] + stay + emit[:, 1:] + bwd[:, 1:] - log_z).sum(-1)
+        switches[lo:lo + chunk] = (1.0 - same).sum(1)
+    return occupancy, switches
+
+
+def gaussian_hmm(T: int = 300, y: np.ndarray | None = None) -> AppliedModel:
+    """Gaussian hidden Markov model: K = 3 sticky states, the chain as a Potential.
+
+    Data: ``T`` = 300 steps simulated with seed 0 (:func:`simulate_hmm`): the first state
+    uniform, the transition matrix 0.95 on the diagonal and 0.025 elsewhere (fixed and
+    known), ``y_t ~ Normal(mu[z_t], 0.5)`` with true means (-2, 0, 2). Model: states
+    ``z_t ~ Categorical(1/3, 1/3, 1/3)`` each (a constant), the chain
+    ``pm.Potential("transitions", sum_t log_P[z_t, z_{t+1}])``, means
+    ``mu ~ Normal(0, 3)`` ordered (started at (-1, 0, 1)), ``sigma ~ HalfNormal(1)``,
+    ``y_t ~ Normal(mu[z_t], sigma)``. Marginal: the forward algorithm in log space with
+    ``pytensor.scan``. Summaries: the number of switches ``sum_t [z_t != z_{t+1}]`` and
+    the occupancies (fraction of the sites in each state); Rao-Blackwellised by
+    forward-backward smoothing (:func:`hmm_smoothing`).
+
+    Parameters
+    ----------
+    T : int
+        Number of steps (at least 2); a short chain for the tests.
+    y : ndarray, optional
+        Observations (T,); default simulated with :func:`simulate_hmm`.
+
+    Returns
+    -------
+    AppliedModel
+    """
+    import pytensor
+
+    k = HMM_STATES
+    y = simulate_hmm(T)[1] if y is None else np.asarray(y, dtype=float)
+    T = y.size
+    if T < 2:
+        raise ValueError(f"an HMM of at least 2 steps: got T = {T}")
+    log_P = np.log(hmm_transitions(k))
+    log_uniform = np.float64(np.log(1.0 / k))
+
+    def parameters() -> tuple:
+        mu = pm.Normal("mu", 0.0, 3.0, shape=k, transform=pm.distributions.transforms.ordered,
+                       initval=np.linspace(-1.0, 1.0, k))
+        return mu, pm.HalfNormal("sigma", 1.0)
+
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(k) / k, shape=T)
+        pm.Potential("transitions", pt.sum(pt.as_tensor(log_P)[z[:-1], z[1:]]))
+        mu, sigma = parameters()
+        pm.Normal("y", mu[z], sigma, observed=y)
+    with pm.Model() as marginal:
+        mu, sigma = parameters()
+        emit = pm.logp(pm.Normal.dist(mu, sigma), pt.as_tensor(y)[:, None])  # (T, K)
+
+        def forward(emit_t, alpha, log_p):
+            return emit_t + pt.logsumexp(alpha[:, None] + log_p, axis=0)
+
+        alpha = pytensor.scan(forward, sequences=[emit[1:]],
+                              outputs_info=[log_uniform + emit[0]],
+                              non_sequences=[pt.as_tensor(log_P)], return_updates=False)
+        # the forward algorithm has the first site's uniform prior; the other T - 1
+        # sites' (constants) are added so that this is the joint summed over z exactly
+        pm.Potential("forward", pt.logsumexp(alpha[-1]) + (T - 1) * log_uniform)
+
+    def switches(draws: Draws) -> np.ndarray:
+        z_ = draws["z"]
+        return (z_[..., 1:] != z_[..., :-1]).sum(-1).astype(float)
+
+    summaries = {"switches": switches}
+    summaries.update({f"occupancy[{j}]": (lambda draws, j=j: (draws["z"] == j).mean(-1))
+                      for j in range(k)})
+
+    def marginal_summaries(draws: Draws) -> dict[str, np.ndarray]:
+        mu_, shape = _flatten_draws(draws["mu"])
+        sigma_, _ = _flatten_draws(draws["sigma"])
+        occupancy, expected = hmm_smoothing(mu_, sigma_, y, log_P)
+        out = {"switches": expected.reshape(shape)}
+        out.update({f"occupancy[{j}]": occupancy[:, j].reshape(shape) for j in range(k)})
+        return out
+
+    def start(chains: int, seed: int) -> list[dict]:
+        return [{"z": np.random.default_rng(seed + c).integers(0, k, T)}
+                for c in range(chains)]
+
+    return AppliedModel(
+        name="hmm", title=f"Gaussian hidden Markov model: {T} steps, K = {k} sticky states",
+        source=f"simulated (seed {HMM_DATA_SEED}): {T} steps, first state uniform, "
+               f"transitions {HMM_STAY:g} on the diagonal and "
+               f"{(1 - HMM_STAY) / (k - 1):g} elsewhere (fixed, known), emissions "
+               f"Normal(mu[z], {HMM_NOISE:g}) with means {HMM_MEANS}; means Normal(0, 3) "
+               "ordered, sd HalfNormal(1); the chain a `pm.Potential`, summed out by the "
+               "forward algorithm (`pytensor.scan`) in the marginal",
+        model=model, marginal=marginal, continuous=["mu", "sigma"], discrete=["z"],
+        summaries=summaries, marginal_summaries=marginal_summaries,
+        headline=["switches", *(f"occupancy[{j}]" for j in range(k))],
+        best_steps=blocked_gibbs(["z"]), start=start,
+        numpyro_model=lambda: _numpyro_hmm(y, log_P),
+    )
+
+
+def _numpyro_hmm(y: np.ndarray, log_P: np.ndarray) -> Callable:
+    """The Gaussian HMM in NumPyro: the states as discrete sites (Gibbs-updated one at a
+    time by ``DiscreteHMCGibbs``), the chain a ``numpyro.factor``, the ordered means an
+    ``ImproperUniform`` on ordered vectors with their ``Normal(0, 3)`` prior as a factor
+    (PyMC's ordered transform keeps the Normal density at the ordered values)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    y, log_P = jnp.asarray(y), jnp.asarray(log_P)
+    T, k = y.shape[0], log_P.shape[0]
+
+    def model():
+        z = numpyro.sample("z", dist.Categorical(probs=jnp.ones(k) / k).expand([T]))
+        numpyro.factor("transitions", log_P[z[:-1], z[1:]].sum())
+        mu = numpyro.sample("mu", dist.ImproperUniform(dist.constraints.ordered_vector,
+                                                       (), (k,)))
+        numpyro.factor("mu_prior", dist.Normal(0.0, 3.0).log_prob(mu).sum())
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(mu[z], sigma), obs=y)
+
+    return model
+
+
 #: every family, by its key (``--models``)
 BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "mixture": gaussian_mixture,
@@ -899,4 +1119,5 @@ BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "changepoint": change_point,
     "selection": variable_selection,
     "small_spike_and_slab": small_spike_and_slab,
+    "hmm": gaussian_hmm,
 }

@@ -2,9 +2,9 @@
 
 For each model of ``benchmarks/applied_models.py`` (a Gaussian mixture on iris, site
 occupancy, capture-recapture with data augmentation, a change point, Bayesian variable
-selection, a small spike-and-slab regression with a continuous spike), five ways to
-sample it, each in its own ``try`` so that one failure is a row of the table, not the
-end of the run:
+selection, a small spike-and-slab regression with a continuous spike, a Gaussian hidden
+Markov model), five ways to sample it, each in its own ``try`` so that one failure is a
+row of the table, not the end of the run:
 
 1. **PyMC default**: ``pmd.unregister()``, then plain ``pm.sample()`` (PyMC's own Gibbs /
    Metropolis step for the discrete variables, NUTS for the rest);
@@ -713,7 +713,8 @@ def summary_table(results: list[ModelResult]) -> str:
 METHOD = """Each model is sampled five ways: PyMC's default (`pmd.unregister()`, then plain
 `pm.sample()`), the package's default use (`pmd.register()`, then plain `pm.sample()`:
 CollapsedNUTS where the discrete block sums out site by site, the package's best option
-there; PairedFlip with NUTS where a 0/1 indicator switches coefficients), data
+there; PairedFlip with NUTS where a 0/1 indicator switches coefficients; ChainGibbs, a
+forward-filtering backward-sampling draw of the whole chain, with NUTS on the HMM), data
 augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest, the model with its discrete variables summed out by hand (NUTS alone; the
 **reference**, run with {ref_factor}x the draws) and NumPyro's `DiscreteHMCGibbs` (a
 Gibbs sweep of the discrete sites and a NUTS step per iteration; float32, NumPyro's
@@ -772,7 +773,8 @@ def _model_key(name: str) -> str:
     return name.strip().lower().replace("_", "").replace("-", "")
 
 
-#: the models and seeds of ``--smoke`` (the cheapest three)
+#: the models and seeds of ``--smoke`` (the cheapest three; the HMM, whose scan and
+#: chain steps compile for some 30 s, is left out: tests/test_applied_models.py builds it)
 SMOKE_MODELS, SMOKE_SEEDS = "change_point,occupancy,small_spike_and_slab", [1]
 
 
@@ -863,7 +865,7 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
 
     command = "python -m benchmarks.run_applied" + (" " + " ".join(argv) if argv else "")
     size = "smoke" if args.smoke else "quick" if args.quick else "full"
-    body = f"""## Applied models: mixture, occupancy, capture-recapture, change point, selection
+    body = f"""## Applied models: mixture, occupancy, capture-recapture, change point, selection, HMM
 
 {provenance("run_applied", size, minutes=seconds / 60, versions=numpyro_versions(),
             command=command)}

@@ -40,6 +40,8 @@ def _small_models() -> dict[str, tuple[am.AppliedModel, int]]:
         "selection": (am.variable_selection(X[:25], y[:25], names), 2),
         # full size: 4 indicators, 16 configurations
         "small_spike_and_slab": (am.small_spike_and_slab(), 2),
+        # 6 steps of the simulated chain: 3^6 = 729 state sequences
+        "hmm": (am.gaussian_hmm(T=6), 3),
     }
 
 
@@ -324,3 +326,64 @@ def test_the_data_seed_is_the_first_whose_inclusion_probabilities_are_clear():
 
     seeds = [s for s in range(am.SCALE_DATA_SEED + 1) if clear(s)]
     assert seeds == [am.SCALE_DATA_SEED]
+
+
+def test_hmm_forward_algorithm_is_the_joint_summed_over_the_states():
+    """The HMM's marginal (the forward algorithm, a ``pytensor.scan`` over the steps, not
+    an unrolled loop) has, at T = 6 and 10 random values of mu and sigma, the log density
+    of the discrete model summed over the 3^6 state sequences, to rounding; at full size
+    its log density is finite at the initial point."""
+    from pytensor.graph.traversal import ancestors
+    from pytensor.scan.op import Scan
+
+    applied, _ = MODELS["hmm"]
+    discrete_logp, marginal_logp = _logp_functions("hmm")
+    sequences = [np.array(c, dtype=np.int64) for c in itertools.product(range(3), repeat=6)]
+    rng = np.random.default_rng(33)
+    gaps = []
+    for _ in range(10):
+        point = {"mu_ordered__": rng.normal(0.0, 1.0, 3), "sigma_log__": rng.normal(0.0, 0.5)}
+        joint = logsumexp([discrete_logp({**point, "z": z}) for z in sequences])
+        gaps.append(abs(marginal_logp(point) - joint))
+    print(f"max |marginal - logsumexp over z| at 10 points: {max(gaps):.2e}")
+    assert max(gaps) < 1e-10
+    full = am.gaussian_hmm()
+    (forward,) = full.marginal.potentials
+    assert any(v.owner is not None and isinstance(v.owner.op, Scan)
+               for v in ancestors([forward]))
+    assert np.isfinite(full.marginal.compile_logp(mode=MODE)(full.marginal.initial_point()))
+
+
+def test_hmm_settings_and_recommendation():
+    """The documented data (300 steps, 3 states, transitions 0.95 / 0.025, seed 0) and
+    ``recommend`` draws the whole chain by forward filtering, backward sampling
+    (ChainGibbs) at full size and at T = 6."""
+    import pymc_discrete as pmd
+
+    P = am.hmm_transitions()
+    np.testing.assert_allclose(P, [[0.95, 0.025, 0.025], [0.025, 0.95, 0.025],
+                                   [0.025, 0.025, 0.95]])
+    z, y = am.simulate_hmm()
+    assert z.shape == y.shape == (300,) and set(np.unique(z)) == {0, 1, 2}
+    # sticky: far fewer switches than the 2/3 * 299 of independent states
+    assert 0 < (z[1:] != z[:-1]).sum() < 40
+    np.testing.assert_array_equal(z, am.simulate_hmm(seed=am.HMM_DATA_SEED)[0])
+    for applied in (am.gaussian_hmm(), MODELS["hmm"][0]):
+        model = applied.model
+        assert pmd.recommend([model["z"]], model=model).step is pmd.ChainGibbs
+
+
+def test_hmm_smoothing_in_chunks_is_the_same_as_at_once():
+    """The Rao-Blackwellised summaries do not depend on how the draws are chunked, and
+    the expected occupancies sum to 1 at every draw."""
+    _, y = am.simulate_hmm(T=50)
+    rng = np.random.default_rng(5)
+    mu = np.sort(rng.normal(0.0, 2.0, (7, 3)), axis=1)
+    sigma = np.exp(rng.normal(-0.5, 0.3, 7))
+    log_P = np.log(am.hmm_transitions())
+    occ, sw = am.hmm_smoothing(mu, sigma, y, log_P)
+    occ3, sw3 = am.hmm_smoothing(mu, sigma, y, log_P, chunk=3)
+    np.testing.assert_allclose(occ3, occ, rtol=1e-12)
+    np.testing.assert_allclose(sw3, sw, rtol=1e-12)
+    np.testing.assert_allclose(occ.sum(1), 1.0, rtol=1e-12)
+    assert np.all((sw >= 0) & (sw <= 49))

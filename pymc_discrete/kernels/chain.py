@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from pymc_discrete.kernels.common import StepInfo
 from pymc_discrete.kernels.jit import njit_cached
@@ -198,25 +199,56 @@ def chain_tables(terms: np.ndarray, layout: ChainLayout,
     n = layout.order.size
     unary = np.zeros((n, k))
     pair = np.zeros((max(n - 1, 0), k, k))
-    a_of_row, b_of_row = np.divmod(np.arange(k2), k)
-    for t in range(terms.shape[1]):
-        p = int(layout.term_position[t])
-        if layout.term_pair[t]:
-            rows = terms[(p % 2) * k2:(p % 2 + 1) * k2, t]
-            pair[p] += rows.reshape(k, k)
-        elif p < n - 1 or n == 1:
-            # position p is the first of a pair of its parity: rows with b = 0 list a
-            parity = p % 2
-            rows = terms[parity * k2:(parity + 1) * k2, t]
-            unary[p] += rows[b_of_row == 0]
-        else:  # the last position: the second of a pair of the other parity
-            parity = (p - 1) % 2
-            rows = terms[parity * k2:(parity + 1) * k2, t]
-            unary[p] += rows[a_of_row == 0]
+    b_is_0 = np.arange(k2) % k == 0
+    a_is_0 = np.arange(k2) < k
+    for parity, (pairs, firsts, lasts) in enumerate(_scatter(layout)):
+        rows = terms[parity * k2:(parity + 1) * k2]
+        if pairs is not None:  # a pair term's K^2 rows are its table
+            pair += (pairs @ rows.T).reshape(-1, k, k)
+        # a unary term is read where its position is the first of a pair of this parity
+        # (rows with b = 0 list a), or the last position the second (rows with a = 0)
+        if firsts is not None:
+            unary += firsts @ rows[b_is_0].T
+        if lasts is not None:
+            unary += lasts @ rows[a_is_0].T
     values = n_values[layout.order]
     missing = np.arange(k)[None, :] >= values[:, None]
     unary[missing] = -np.inf
     return unary, pair
+
+
+def _scatter(layout: ChainLayout) -> list[tuple]:
+    """Per parity, sparse (positions x terms) matrices that add the terms into the pair
+    table, into the unary table as a pair's first position, and as the last position
+    (None where no term goes): built once per layout."""
+    cached = _SCATTERS.get(id(layout))
+    if cached is not None and cached[0] is layout:
+        return cached[1]
+    n = layout.order.size
+    m = layout.term_position.size
+    position, is_pair = layout.term_position, layout.term_pair
+
+    def matrix(mask: np.ndarray, rows: int):
+        terms = np.flatnonzero(mask)
+        if not terms.size:
+            return None
+        return sp.csr_array((np.ones(terms.size), (position[terms], terms)), shape=(rows, m))
+
+    out = []
+    for parity in (0, 1):
+        mine = position % 2 == parity
+        first = ~is_pair & mine & ((position < n - 1) | (n == 1))
+        last = ~is_pair & (position == n - 1) & (n > 1) & ((position - 1) % 2 == parity)
+        out.append((matrix(is_pair & mine, max(n - 1, 1)), matrix(first, n),
+                    matrix(last, n)))
+    if len(_SCATTERS) >= 64:  # the layouts of steps long gone
+        _SCATTERS.clear()
+    _SCATTERS[id(layout)] = (layout, out)
+    return out
+
+
+#: layout id -> (layout, its scatter matrices): a step reads its tables every draw
+_SCATTERS: dict[int, tuple] = {}
 
 
 @njit_cached
