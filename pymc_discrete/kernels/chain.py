@@ -40,6 +40,8 @@ __all__ = [
     "forward_filter",
     "init_chain_state",
     "pair_states",
+    "unary_states",
+    "unary_tables",
 ]
 
 
@@ -201,7 +203,7 @@ def chain_tables(terms: np.ndarray, layout: ChainLayout,
     pair = np.zeros((max(n - 1, 0), k, k))
     b_is_0 = np.arange(k2) % k == 0
     a_is_0 = np.arange(k2) < k
-    for parity, (pairs, firsts, lasts) in enumerate(_scatter(layout)):
+    for parity, (pairs, firsts, lasts) in enumerate(_scatter(layout)[:2]):
         rows = terms[parity * k2:(parity + 1) * k2]
         if pairs is not None:  # a pair term's K^2 rows are its table
             pair += (pairs @ rows.T).reshape(-1, k, k)
@@ -217,10 +219,42 @@ def chain_tables(terms: np.ndarray, layout: ChainLayout,
     return unary, pair
 
 
-def _scatter(layout: ChainLayout) -> list[tuple]:
+def unary_states(x: np.ndarray, n_values: np.ndarray) -> np.ndarray:
+    """The K states at which the unary terms alone fill their table: row a puts value a
+    at every site (0 at a site without value a; its entries are set to -inf by
+    :func:`unary_tables`). The pair terms' values at these states mean nothing.
+
+    Parameters
+    ----------
+    x : ndarray of int64, shape (T,)
+        The current sites (only their number is used).
+    n_values : ndarray of int64, shape (T,)
+
+    Returns
+    -------
+    ndarray of int64, shape (K, T), in block order
+    """
+    k = int(n_values.max())
+    rows = np.repeat(np.arange(k, dtype=np.int64)[:, None], np.size(x), axis=1)
+    return np.where(rows < n_values[None, :], rows, 0)
+
+
+def unary_tables(terms: np.ndarray, layout: ChainLayout, n_values: np.ndarray) -> np.ndarray:
+    """The unary table ``phi_p(a)`` (T, K) from the terms at :func:`unary_states`."""
+    scatter = _scatter(layout)[2]
+    k = terms.shape[0]
+    n = layout.order.size
+    unary = np.zeros((n, k)) if scatter is None else np.asarray(scatter @ terms.T)
+    values = n_values[layout.order]
+    unary[np.arange(k)[None, :] >= values[:, None]] = -np.inf
+    return unary
+
+
+def _scatter(layout: ChainLayout) -> list:
     """Per parity, sparse (positions x terms) matrices that add the terms into the pair
     table, into the unary table as a pair's first position, and as the last position
-    (None where no term goes): built once per layout."""
+    (None where no term goes), then the matrix of every unary term: built once per
+    layout."""
     cached = _SCATTERS.get(id(layout))
     if cached is not None and cached[0] is layout:
         return cached[1]
@@ -241,6 +275,7 @@ def _scatter(layout: ChainLayout) -> list[tuple]:
         last = ~is_pair & (position == n - 1) & (n > 1) & ((position - 1) % 2 == parity)
         out.append((matrix(is_pair & mine, max(n - 1, 1)), matrix(first, n),
                     matrix(last, n)))
+    out.append(matrix(~is_pair, n))  # every unary term, for unary_tables
     if len(_SCATTERS) >= 64:  # the layouts of steps long gone
         _SCATTERS.clear()
     _SCATTERS[id(layout)] = (layout, out)

@@ -21,6 +21,8 @@ from pymc_discrete.kernels.chain import (
     chain_order,
     chain_tables,
     pair_states,
+    unary_states,
+    unary_tables,
 )
 from pymc_discrete.pymc.block_step import SiteBlockStep
 from pymc_discrete.pymc.exact import ExactRatios
@@ -158,6 +160,11 @@ class ChainGibbs(SiteBlockStep):
         self._exact = exact
         self.layout = layout
         self._tables: tuple[np.ndarray, np.ndarray] | None = None
+        #: whether no pair term reads the model's other variables (transitions that
+        #: are constants or functions of data): the pair table is then read once and
+        #: each draw evaluates only the K states of the unary terms
+        self.static_pairs = not np.any(exact.term_reads_others & layout.term_pair)
+        self._static_pair_table: np.ndarray | None = None
 
     def _resolve_initial_scale(self, initial_scale) -> float:
         return float(max(1, self.n_sites))
@@ -170,11 +177,32 @@ class ChainGibbs(SiteBlockStep):
         terms at the pair states, in one batched call (a row where a parameter check
         failed is evaluated again pair by pair, so that one impossible pair cannot
         hide the others)."""
+        if self._static_pair_table is not None:
+            return self._unary_table(x), self._static_pair_table
         states = pair_states(x, self.layout, self.n_categories)
         terms = self._exact.batch_terms(states)
         if not self._exact.checks_held:
             terms = self._terms_pair_by_pair(x, states, terms)
-        return chain_tables(terms, self.layout, self.n_categories)
+        unary, pair = chain_tables(terms, self.layout, self.n_categories)
+        if self.static_pairs:
+            self._static_pair_table = pair
+        return unary, pair
+
+    def _unary_table(self, x: np.ndarray) -> np.ndarray:
+        """The unary table alone, from K states (a row whose checks failed is evaluated
+        again site by site)."""
+        states = unary_states(x, self.n_categories)
+        terms = self._exact.batch_terms(states)
+        if not self._exact.checks_held:
+            order = self.layout.order
+            unary_terms = ~self.layout.term_pair
+            for row in np.flatnonzero(np.all(np.isneginf(terms), axis=1)):
+                singles = np.repeat(np.asarray(x, dtype=np.int64)[None, :], order.size, 0)
+                singles[np.arange(order.size), order] = states[row, order]
+                values = self._exact.batch_terms(singles)  # row p: position p moved
+                terms[row, unary_terms] = values[self.layout.term_position[unary_terms],
+                                                 np.flatnonzero(unary_terms)]
+        return unary_tables(terms, self.layout, self.n_categories)
 
     def _terms_pair_by_pair(self, x: np.ndarray, states: np.ndarray,
                             terms: np.ndarray) -> np.ndarray:

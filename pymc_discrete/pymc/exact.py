@@ -28,10 +28,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
+from pytensor.compile.mode import Mode
 from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.kernels.exact_tables import TermLayout, colour_conditionals, local_ratios
 from pymc_discrete.kernels.gibbs_loop import ColourLayout
@@ -47,7 +50,7 @@ from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.dependencies import Unanalysable
 from pymc_discrete.pymc.setup_progress import SetupProgress
 from pymc_discrete.pymc.step_cost import exact_call
-from pymc_discrete.pymc.terms import block_terms, without_checks
+from pymc_discrete.pymc.terms import block_pieces, without_checks
 
 __all__ = ["ExactRatios", "probe_points"]
 
@@ -153,8 +156,18 @@ class ExactRatios:
         tick = time.perf_counter()
         try:
             progress("splitting the log density into elementwise terms")
-            vector, _ = block_terms(model, value_vars)
-            [vector], joined = join_nonshared_inputs(point, [vector], value_vars, shared)
+            pieces, _ = block_pieces(model, value_vars)
+            vector = pt.concatenate(pieces)
+            # which terms read the model's other variables (a term that reads none is
+            # the same at every draw), elementwise like the terms themselves
+            others = [v for v in model.value_vars if v not in value_vars]
+            reads = pt.concatenate([
+                pt.ones_like(piece, dtype="bool") if variable_depends_on(piece, others)
+                else pt.zeros_like(piece, dtype="bool") for piece in pieces])
+            [vector, reads], joined = join_nonshared_inputs(point, [vector, reads],
+                                                            value_vars, shared)
+            self._reads_graph = (joined, reads)
+            self._term_reads_others = None
             self.n_sites = n_sites
             # Parameter checks (0 <= p <= 1, sigma > 0) reduce over whole arrays: read as
             # dependencies they couple every site with every term. A check only ever
@@ -415,6 +428,24 @@ class ExactRatios:
     def layout(self) -> TermLayout:
         """What the ratio and conditional tables read of the terms' structure."""
         return self._layout
+
+    @property
+    def term_reads_others(self) -> np.ndarray:
+        """Per term (bool, shape (M,)): whether it reads the model's other variables,
+        from the graph (a term that reads none has the same value at a state at every
+        draw, whatever the other steps do)."""
+        if self._term_reads_others is None:
+            joined, reads = self._reads_graph
+            fn = pytensor.function([joined], reads, mode=Mode(linker="py", optimizer=None),
+                                   on_unused_input="ignore")
+            x = np.zeros(self.n_sites, dtype=joined.type.dtype)
+            if self.offsets is not None:
+                x = x + self.offsets
+            flags = np.asarray(fn(x), dtype=bool)
+            if flags.shape != (self.n_terms,):
+                raise ValueError(f"{flags.size} flags for {self.n_terms} terms")
+            self._term_reads_others = flags
+        return self._term_reads_others
 
     @property
     def evaluations_per_call(self) -> float:

@@ -52,6 +52,7 @@ def test_chain_gibbs_draws_the_joint_distribution(phrasing):
                           random_seed=11, progressbar=False,
                           compute_convergence_checks=False)
     assert step.layout.order.tolist() in (list(range(T)), list(range(T))[::-1])
+    assert step.static_pairs  # constant transitions: read once, then K states a draw
     assert_joint_frequencies_match(idata, ["z"], states, probs)
     assert np.all(idata.sample_stats["accept"].values == 1.0)
 
@@ -145,3 +146,38 @@ def test_register_picks_chain_gibbs_for_a_chain_and_nothing_else_takes_it(caplog
     assert pmd.recommend([lattice["x"]], model=lattice).step is not pmd.ChainGibbs
     with lattice, pytest.raises(ValueError, match="not one: its terms do not link"):
         pmd.ChainGibbs([x])
+
+
+def test_transitions_that_read_a_free_variable_are_read_every_draw():
+    """A stickiness ``kappa`` with its own prior in the pair terms: the pair table is
+    read again at every draw (static_pairs False), and kappa's posterior matches NUTS on
+    the hand-written forward algorithm."""
+    import arviz as az
+
+    def chain_terms(kappa):
+        return kappa * pt.as_tensor(np.eye(K))
+
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(K) / K, shape=T)
+        kappa = pm.HalfNormal("kappa", 2.0)
+        pm.Potential("chain", pt.sum(chain_terms(kappa)[z[:-1], z[1:]]))
+        pm.Normal("y", pt.as_tensor(MU)[z], 0.7, observed=Y)
+    with pm.Model() as marginal:
+        kappa_m = pm.HalfNormal("kappa", 2.0)
+        emit = pm.logp(pm.Normal.dist(pt.as_tensor(MU)[None, :], 0.7), Y[:, None])
+        alpha = emit[0]
+        for t in range(1, T):
+            alpha = emit[t] + pm.math.logsumexp(alpha[:, None] + chain_terms(kappa_m),
+                                                axis=0).ravel()
+        pm.Potential("forward", pm.math.logsumexp(alpha))
+    kwargs = dict(draws=2000, tune=1000, chains=2, cores=1, random_seed=4,
+                  progressbar=False, compute_convergence_checks=False)
+    with model:
+        step = pmd.ChainGibbs([z])
+        assert not step.static_pairs
+        ours = pm.sample(step=[step], **kwargs)
+    with marginal:
+        reference = pm.sample(**kwargs)
+    a, b = ours.posterior["kappa"].values, reference.posterior["kappa"].values
+    se = np.hypot(float(az.mcse(a)), float(az.mcse(b)))
+    assert abs(a.mean() - b.mean()) <= 4.5 * se, (a.mean(), b.mean(), se)
