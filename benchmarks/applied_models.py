@@ -992,7 +992,9 @@ def hmm_smoothing(mu: np.ndarray, sigma: np.ndarray, y: np.ndarray, log_P: np.nd
     return occupancy, switches
 
 
-def gaussian_hmm(T: int = 300, y: np.ndarray | None = None) -> AppliedModel:
+def gaussian_hmm(T: int = 300, y: np.ndarray | None = None,
+                 means: tuple[float, ...] = HMM_MEANS, noise: float = HMM_NOISE,
+                 stay: float = HMM_STAY, name: str = "hmm") -> AppliedModel:
     """Gaussian hidden Markov model: K = 3 sticky states, the chain as a Potential.
 
     Data: ``T`` = 300 steps simulated with seed 0 (:func:`simulate_hmm`): the first state
@@ -1012,6 +1014,11 @@ def gaussian_hmm(T: int = 300, y: np.ndarray | None = None) -> AppliedModel:
         Number of steps (at least 2); a short chain for the tests.
     y : ndarray, optional
         Observations (T,); default simulated with :func:`simulate_hmm`.
+    means, noise, stay : optional
+        The simulation's state means and emission sd, and the transitions' diagonal
+        (known to the model); :func:`sticky_hmm` makes the states overlap.
+    name : str
+        The benchmark's key for the model.
 
     Returns
     -------
@@ -1019,12 +1026,13 @@ def gaussian_hmm(T: int = 300, y: np.ndarray | None = None) -> AppliedModel:
     """
     import pytensor
 
-    k = HMM_STATES
-    y = simulate_hmm(T)[1] if y is None else np.asarray(y, dtype=float)
+    k = len(means)
+    y = (simulate_hmm(T, means=means, noise=noise, stay=stay)[1] if y is None
+         else np.asarray(y, dtype=float))
     T = y.size
     if T < 2:
         raise ValueError(f"an HMM of at least 2 steps: got T = {T}")
-    log_P = np.log(hmm_transitions(k))
+    log_P = np.log(hmm_transitions(k, stay))
     log_uniform = np.float64(np.log(1.0 / k))
 
     def parameters() -> tuple:
@@ -1072,11 +1080,12 @@ def gaussian_hmm(T: int = 300, y: np.ndarray | None = None) -> AppliedModel:
                 for c in range(chains)]
 
     return AppliedModel(
-        name="hmm", title=f"Gaussian hidden Markov model: {T} steps, K = {k} sticky states",
+        name=name, title=(f"Gaussian hidden Markov model: {T} steps, K = {k} sticky states"
+                          + (", overlapping" if name != "hmm" else "")),
         source=f"simulated (seed {HMM_DATA_SEED}): {T} steps, first state uniform, "
-               f"transitions {HMM_STAY:g} on the diagonal and "
-               f"{(1 - HMM_STAY) / (k - 1):g} elsewhere (fixed, known), emissions "
-               f"Normal(mu[z], {HMM_NOISE:g}) with means {HMM_MEANS}; means Normal(0, 3) "
+               f"transitions {stay:g} on the diagonal and "
+               f"{(1 - stay) / (k - 1):g} elsewhere (fixed, known), emissions "
+               f"Normal(mu[z], {noise:g}) with means {tuple(means)}; means Normal(0, 3) "
                "ordered, sd HalfNormal(1); the chain a `pm.Potential`, summed out by the "
                "forward algorithm (`pytensor.scan`) in the marginal",
         model=model, marginal=marginal, continuous=["mu", "sigma"], discrete=["z"],
@@ -1085,6 +1094,13 @@ def gaussian_hmm(T: int = 300, y: np.ndarray | None = None) -> AppliedModel:
         best_steps=blocked_gibbs(["z"]), start=start,
         numpyro_model=lambda: _numpyro_hmm(y, log_P),
     )
+
+
+def sticky_hmm(T: int = 300) -> AppliedModel:
+    """:func:`gaussian_hmm` with states that overlap: means (-1, 0, 1), emission sd 1,
+    0.97 on the transitions' diagonal. A state is then rarely identified by its own
+    observation, so single-site updates move a regime boundary one site a draw."""
+    return gaussian_hmm(T, means=(-1.0, 0.0, 1.0), noise=1.0, stay=0.97, name="sticky_hmm")
 
 
 def _numpyro_hmm(y: np.ndarray, log_P: np.ndarray) -> Callable:
@@ -1120,4 +1136,5 @@ BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "selection": variable_selection,
     "small_spike_and_slab": small_spike_and_slab,
     "hmm": gaussian_hmm,
+    "sticky_hmm": sticky_hmm,
 }

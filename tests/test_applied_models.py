@@ -42,6 +42,7 @@ def _small_models() -> dict[str, tuple[am.AppliedModel, int]]:
         "small_spike_and_slab": (am.small_spike_and_slab(), 2),
         # 6 steps of the simulated chain: 3^6 = 729 state sequences
         "hmm": (am.gaussian_hmm(T=6), 3),
+        "sticky_hmm": (am.sticky_hmm(T=6), 3),
     }
 
 
