@@ -32,6 +32,7 @@ from pymc_discrete.pymc.draw_stats import (
     progressbar_config,
     progressbar_update_functions,
 )
+from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.exceptions import TuningWarning
 from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch
 from pymc_discrete.pymc.step_kernel import StepKernel
@@ -187,6 +188,20 @@ class SiteBlockStep(SavedChain, ArrayStepShared):
         """Steps (sweeps) per draw in use: the number asked for, or after tuning the one
         ``steps_per_draw="auto"`` chose."""
         return self._draw_steps
+
+    def _block_exact_ratios(self, compile_kwargs: dict | None) -> ExactRatios:
+        """The block's :class:`~pymc_discrete.pymc.exact.ExactRatios`: those handed to
+        the constructor (``exact_ratios=``, checked to be this block's; taken once), or
+        compiled now."""
+        exact, self._prebuilt = getattr(self, "_prebuilt", None), None
+        if exact is not None:
+            self._check_prebuilt(exact)
+            return exact
+        return ExactRatios(
+            self.model, self.vars, self._initial_point, self._shared_vars(),
+            compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
+            offsets=self.offsets,
+        )
 
     def _check_prebuilt(self, exact) -> None:
         """Refuse exact ratios compiled for another block (e.g. the whole block handed

@@ -137,16 +137,7 @@ class ChainGibbs(SiteBlockStep):
         )
 
     def _build_proposal(self, compile_kwargs: dict | None) -> None:
-        exact = self._prebuilt
-        self._prebuilt = None
-        if exact is not None:
-            self._check_prebuilt(exact)
-        else:
-            exact = ExactRatios(
-                self.model, self.vars, self._initial_point, self._shared_vars(),
-                compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
-                offsets=self.offsets,
-            )
+        exact = self._block_exact_ratios(compile_kwargs)
         layout = chain_layout(exact)
         if layout is None:
             why = ("its structure could only be probed, not read off the graph"

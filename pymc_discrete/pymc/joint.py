@@ -148,16 +148,9 @@ class JointGibbs(SiteBlockStep):
         if self.n_joint_states > JOINT_MAX_STATES:
             raise ValueError(self._too_many_states_message())
         self._states = enumerate_joint_states(self.n_categories)
-        exact = self._prebuilt
-        self._prebuilt = None
-        if exact is not None:
-            self._check_prebuilt(exact)
-        elif self.n_sites:
-            exact = ExactRatios(
-                self.model, self.vars, self._initial_point, self._shared_vars(),
-                compile_kwargs, n_categories=None if self.is_binary else self.n_categories,
-                offsets=self.offsets,
-            )
+        # an empty block has no terms to evaluate
+        exact = (self._block_exact_ratios(compile_kwargs)
+                 if self._prebuilt is not None or self.n_sites else None)
         self._exact = exact
 
     def _too_many_states_message(self) -> str:
