@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import weakref
+from typing import NamedTuple
 
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
@@ -19,7 +20,8 @@ from pymc.step_methods.hmc import NUTS
 from pymc.step_methods.hmc.base_hmc import BaseHMC
 
 from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.collapse import CollapsedNUTS
+from pymc_discrete.pymc.collapse import CollapsedNUTS, count_exact_ratios, count_problem
+from pymc_discrete.pymc.counts import is_count
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.paired import PairedFlip
 from pymc_discrete.pymc.recommend import Recommendation, recommend
@@ -44,6 +46,47 @@ _RECOMMENDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _is_discrete(var) -> bool:
     return ALBP.competence(var) != Competence.INCOMPATIBLE
+
+
+def _is_count(var) -> bool:
+    return is_count(var)
+
+
+class CountPlan(NamedTuple):
+    """What ``register()`` does with a model's latent counts: sum them out with
+    :class:`CollapsedNUTS` (``exact`` their structure), or leave them to PyMC (``why``)."""
+
+    counts: tuple
+    exact: object
+    why: str | None
+
+
+#: model -> (the model's named variables, its CountPlan): read once per model
+_COUNT_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _count_plan(model) -> CountPlan:
+    """Whether the model's latent counts can be summed out for NUTS (cached per model)."""
+    names = tuple(model.named_vars)
+    cached = _COUNT_PLANS.get(model)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    counts = tuple(model.rvs_to_values[rv] for rv in model.free_RVs if is_count(rv))
+    plan = CountPlan(counts, None, None)
+    if any(_is_discrete(rv) for rv in model.free_RVs):
+        plan = plan._replace(why="the model has finite discrete variables too, and the package "
+                                 "sums out latent counts only in models without them")
+    elif not model.continuous_value_vars:
+        plan = plan._replace(why="the model has no continuous variables to sum them out for")
+    else:
+        try:
+            point = model.initial_point()
+            exact = count_exact_ratios(model, list(counts), point)
+            plan = plan._replace(exact=exact, why=count_problem(model, list(counts), exact, point))
+        except Exception as err:  # the graph could not be read: PyMC's steps take them
+            plan = plan._replace(why=f"their structure could not be read ({err})")
+    _COUNT_PLANS[model] = (names, plan)
+    return plan
 
 
 def _cached_recommendation(model, value_vars, initial_point, compile_kwargs) -> Recommendation:
@@ -104,6 +147,13 @@ class AutoStep(BlockedStep):
             value_vars = [model.rvs_to_values.get(v, v) for v in vars]
             discrete = [v for v in value_vars if _is_discrete(model.values_to_rvs[v])]
             continuous = [v for v in value_vars if v not in discrete]
+        counts = [] if vars is None else [v for v in value_vars
+                                          if _is_count(model.values_to_rvs[v])]
+        if counts:
+            discrete = [v for v in discrete if v not in counts]
+            continuous = [v for v in continuous if v not in counts]
+            return cls._count_steps(model, counts, continuous, initial_point, compile_kwargs,
+                                    nuts_kwargs)
         if discrete == []:  # only continuous variables: what PyMC would build for them
             return NUTS(continuous, model=model, initial_point=initial_point,
                         compile_kwargs=compile_kwargs, **nuts_kwargs)
@@ -132,6 +182,21 @@ class AutoStep(BlockedStep):
         nuts = NUTS(continuous, model=model, initial_point=initial_point,
                     compile_kwargs=compile_kwargs, **nuts_kwargs)
         return CompoundStep([step, nuts])
+
+    @staticmethod
+    def _count_steps(model, counts, continuous, initial_point, compile_kwargs, nuts_kwargs):
+        plan = _count_plan(model)
+        exact = plan.exact if plan.exact is not None and \
+            plan.exact.var_names == tuple(v.name for v in counts) else None
+        step = CollapsedNUTS(counts, continuous, model=model, initial_point=initial_point,
+                             compile_kwargs=compile_kwargs, exact_ratios=exact, **nuts_kwargs)
+        step.choice_reason = ("latent counts whose sites share no term: summed out over a "
+                              f"window of {step.count_window.width} values for NUTS, then "
+                              "drawn exactly")
+        _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
+                  ", ".join(v.name for v in counts), ", ".join(v.name for v in continuous),
+                  step.choice_reason)
+        return step
 
     @staticmethod
     def _paired_steps(choice, discrete, continuous, model, initial_point, compile_kwargs,
@@ -196,22 +261,30 @@ class AutoStep(BlockedStep):
         INCOMPATIBLE."""
         if _is_discrete(var):
             return ALBP.competence(var, has_grad)
+        model = None
+        try:
+            model = modelcontext(None)
+        except TypeError:  # no model on the context stack: leave the variable to PyMC
+            pass
+        if _is_count(var) and model is not None and var in model.free_RVs:
+            plan = _count_plan(model)
+            if plan.why is None:
+                return Competence.IDEAL
+            _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name, plan.why)
+            return Competence.INCOMPATIBLE
         if str(var.dtype).startswith(("int", "uint", "bool")):
             # a discrete variable the package's steps would refuse: PyMC's own step takes
             # it, and the log says so beside the package's own choices
             _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name,
                       site_support_problem(var) or "it is not a supported distribution")
             return Competence.INCOMPATIBLE
-        if not has_grad:
-            return Competence.INCOMPATIBLE
-        try:
-            model = modelcontext(None)
-        except TypeError:  # no model on the context stack: leave the variable to PyMC
-            return Competence.INCOMPATIBLE
-        if var not in model.free_RVs:
+        if not has_grad or model is None or var not in model.free_RVs:
             return Competence.INCOMPATIBLE
         discrete = [model.rvs_to_values[v] for v in model.free_RVs if _is_discrete(v)]
         if not discrete:
+            counted = any(_is_count(v) for v in model.free_RVs)
+            if counted and _count_plan(model).why is None:
+                return Competence.PREFERRED
             return Competence.INCOMPATIBLE
         try:
             choice = _cached_recommendation(model, discrete, None, None)

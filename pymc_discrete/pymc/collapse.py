@@ -41,7 +41,7 @@ from pymc.model.core import ValueGradFunction
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
-from pymc.step_methods.compound import CompoundStep
+from pymc.step_methods.compound import Competence, CompoundStep
 from pymc.step_methods.hmc import NUTS
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.graph.basic import Constant, Variable
@@ -50,6 +50,8 @@ from pytensor.graph.traversal import graph_inputs
 
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.collapsed_counts import CountDraw, count_sum
+from pymc_discrete.pymc.counts import count_start, is_count, read_count_window
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.terms import block_pieces, without_checks
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
@@ -195,8 +197,9 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
         A point of the model (the block's shapes).
     exact : ExactRatios
         The block's structure.
-    values : ndarray of int, shape (K, N)
-        The block's values (offsets included) at each of the K states.
+    values : ndarray of int, shape (K, N), or a symbolic (K, N) integer matrix
+        The block's values (offsets included) at each of the K states (symbolic: a window
+        of latent counts whose width may change between calls).
 
     Returns
     -------
@@ -209,11 +212,12 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
         Boolean scalar: whether every parameter check of the pieces holds at every state.
     """
     pieces, _ = block_pieces(model, value_vars)
-    k, n = values.shape
+    symbolic = isinstance(values, Variable)
+    k, n = (values.shape[0], exact.n_sites) if symbolic else values.shape
     # piece by piece: a piece whose elements follow the sites (one each, or a row or a
     # column each) sums by a reshape, with no scatter to differentiate through
     unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
-    if k <= SEPARATE_STATES_MAX:
+    if not symbolic and k <= SEPARATE_STATES_MAX:
         # one copy of the graph per state: where every site takes the same value v, the
         # block is a constant fill of v, which PyTensor's rewrites push out of the
         # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
@@ -232,14 +236,15 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
             rows.append(clone_replace([*unchecked, *helds], replace))
         batched = [pt.stack([row[i] for row in rows]) for i in range(len(rows[0]))]
     else:
-        # many values (a switch point over 111 years): one vectorised graph, K copies
-        # would take minutes to compile
+        # many values (a switch point over 111 years, a window of counts): one vectorised
+        # graph, K copies would take minutes to compile
         replace, lo = {}, 0
         for var in value_vars:
             shape = np.shape(point[var.name])
             size = int(np.prod(shape, dtype=np.int64))
-            replace[var] = pt.constant(
-                values[:, lo:lo + size].reshape((k, *shape)).astype(var.type.dtype))
+            rows = (values[:, lo:lo + size] if symbolic
+                    else pt.constant(values[:, lo:lo + size]))
+            replace[var] = rows.reshape((k, *shape)).astype(var.type.dtype)
             lo += size
         batched = vectorize_graph([*unchecked, *helds], replace=replace)
     owner = _site_of_term(exact)
@@ -434,10 +439,17 @@ class CollapsedNUTS(CompoundStep):
                  compile_kwargs: dict | None = None, exact_ratios: ExactRatios | None = None,
                  **nuts_kwargs) -> None:
         model = modelcontext(model)
-        block = block_value_vars(model, vars, "CollapsedNUTS", ALBP.competence)
+        if vars is None:  # the finite discrete variables, else the latent counts
+            vars = ([rv for rv in model.free_RVs if _finite(rv)]
+                    or [rv for rv in model.free_RVs if is_count(rv)] or None)
+        block = block_value_vars(model, vars, "CollapsedNUTS", _competence)
         if initial_point is None:
             initial_point = model.initial_point()
-        support = check_discrete_block(model, block, "CollapsedNUTS", initial_point)
+        counts = [v.name for v in block if is_count(model.values_to_rvs[v])]
+        if counts and len(counts) < len(block):
+            raise NotCollapsible(
+                f"CollapsedNUTS sums out either finite discrete variables or latent counts, "
+                f"not both in one block: give the counts {counts} their own CollapsedNUTS")
         if continuous is None:
             continuous = list(model.continuous_value_vars)
         else:
@@ -450,6 +462,16 @@ class CollapsedNUTS(CompoundStep):
         if exact_ratios is not None and exact_ratios.var_names != names:
             raise ValueError(f"exact_ratios were read for {exact_ratios.var_names}, not for "
                              f"{names}")
+        #: the window the counts are summed over (None for a finite block)
+        self.count_window = None
+        if counts:
+            exact = exact_ratios or count_exact_ratios(model, block, initial_point,
+                                                       compile_kwargs)
+            parts = self._count_parts(model, block, continuous, initial_point, exact,
+                                      compile_kwargs, nuts_kwargs)
+            super().__init__(parts)
+            return
+        support = check_discrete_block(model, block, "CollapsedNUTS", initial_point)
         exact = exact_ratios or ExactRatios(
             model, block, initial_point, make_shared_replacements(initial_point, block, model),
             compile_kwargs, n_categories=None if support.is_binary else support.n_values,
@@ -461,6 +483,39 @@ class CollapsedNUTS(CompoundStep):
                                  "(use pmd.BlockedGibbs)")
         possible = possible_values(exact)
         marginal = marginal_log_density(model, block, initial_point, exact, possible)
+        nuts = self._marginal_nuts(model, marginal, continuous, initial_point, compile_kwargs,
+                                   nuts_kwargs)
+        draw = _ExactDraw(block, exact=exact, possible=possible, offsets=support.offsets,
+                          model=model, initial_point=initial_point,
+                          compile_kwargs=compile_kwargs)
+        #: the block's structure (shared with the draw step)
+        self.exact_ratios = exact
+        #: (N, K) which values of every site the sum runs over (None for counts)
+        self.possible = possible
+        super().__init__([nuts, draw])
+
+    def _count_parts(self, model, block, continuous, initial_point, exact, compile_kwargs,
+                     nuts_kwargs) -> list:
+        """NUTS on the counts' sum over their window, and their exact draw."""
+        window = count_window_or_problem(model, block, exact, initial_point)
+        if isinstance(window, str):
+            raise NotCollapsible(f"CollapsedNUTS cannot sum out the counts "
+                                 f"{', '.join(exact.var_names)}: {window}")
+        sums, marginal, table = count_sum(model, block, initial_point, exact, window)
+        nuts = self._marginal_nuts(model, marginal, continuous, initial_point, compile_kwargs,
+                                   nuts_kwargs)
+        draw = CountDraw(block, exact=exact, sums=sums, table=table, model=model,
+                         compile_kwargs=compile_kwargs)
+        self.exact_ratios = exact
+        self.possible = None
+        self.count_window = window
+        return [nuts, draw]
+
+    @staticmethod
+    def _marginal_nuts(model, marginal, continuous, initial_point, compile_kwargs,
+                       nuts_kwargs) -> NUTS:
+        """NUTS on ``marginal``, a density of the continuous variables (and of other
+        variables it reads, held as shared inputs)."""
         inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
         extra = {v: initial_point[v.name] for v in model.value_vars
                  if v in inputs and v not in continuous}
@@ -468,13 +523,47 @@ class CollapsedNUTS(CompoundStep):
                                        initial_point=initial_point, ravel_inputs=True,
                                        **(compile_kwargs or {}))
         logp_dlogp.trust_input = True
-        nuts = _MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
-                    initial_point=initial_point, **nuts_kwargs)
-        draw = _ExactDraw(block, exact=exact, possible=possible, offsets=support.offsets,
-                          model=model, initial_point=initial_point,
-                          compile_kwargs=compile_kwargs)
-        #: the block's structure (shared with the draw step)
-        self.exact_ratios = exact
-        #: (N, K) which values of every site the sum runs over
-        self.possible = possible
-        super().__init__([nuts, draw])
+        return _MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
+                             initial_point=initial_point, **nuts_kwargs)
+
+
+def _finite(rv) -> bool:
+    return ALBP.competence(rv) > Competence.INCOMPATIBLE
+
+
+def _competence(rv, has_grad=False) -> Competence:
+    """What CollapsedNUTS sums: finite discrete variables and latent counts."""
+    return Competence.IDEAL if _finite(rv) or is_count(rv) else Competence.INCOMPATIBLE
+
+
+def count_window_or_problem(model, block, exact: ExactRatios, point: dict):
+    """The window a block of counts is summed over, or why it cannot be summed out."""
+    why = collapsible(exact)
+    if why is not None:
+        return why
+    start = min(count_start(model.values_to_rvs[v]) for v in block)
+    try:
+        window = read_count_window(exact, point, start)
+    except ValueError as err:
+        return str(err)
+    size = exact.n_terms * window.width
+    if size > MAX_SUMMED_TERMS:
+        return (f"the sum would evaluate {exact.n_terms} terms at {window.width} values "
+                f"({size} in all, more than {MAX_SUMMED_TERMS}) at every NUTS step")
+    return window
+
+
+def count_problem(model, block, exact: ExactRatios, point: dict) -> str | None:
+    """Why a block of counts cannot be summed out for NUTS, or None."""
+    window = count_window_or_problem(model, block, exact, point)
+    return window if isinstance(window, str) else None
+
+
+def count_exact_ratios(model, block, initial_point: dict,
+                       compile_kwargs: dict | None = None) -> ExactRatios:
+    """The structure of a block of latent counts: which terms each count moves, read with
+    every site at its initial value and one above (the values of every probe)."""
+    x0 = np.concatenate([np.ravel(initial_point[v.name]) for v in block]).astype(np.int64)
+    return ExactRatios(model, block, initial_point,
+                       make_shared_replacements(initial_point, block, model), compile_kwargs,
+                       n_categories=np.full(x0.size, 2, np.int64), offsets=x0)

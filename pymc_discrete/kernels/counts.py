@@ -1,0 +1,157 @@
+"""Latent counts on a finite window: where a count's conditional lives, and a bound on the
+mass outside it.
+
+A latent count (``N ~ Poisson(lambda)`` thinned by ``y ~ Binomial(N, p)``) has infinitely
+many values, but given everything else its conditional lives on a short range: below the
+largest count observed it is impossible (the data give the lower end), above its mode it
+falls off at least geometrically. A window ``lower .. lower + width - 1`` of values then
+holds all but a bounded share of the mass, and a sum or draw over the window is exact
+up to that share.
+
+The bound: when the conditional ``p`` is log-concave beyond the window's last value ``h``
+(the Poisson, the NegativeBinomial with ``n >= 1`` and the Binomial likelihood of ``N``
+are each log-concave in ``N``, and so is their product), the ratio of consecutive values
+``p(v + 1) / p(v)`` does not increase past ``h``, so with ``r = p(h) / p(h - 1) < 1``
+
+    ``sum_{k >= 1} p(h + k) <= p(h) * sum_{k >= 1} r^k = p(h) * r / (1 - r)``.
+
+:func:`tail_mass_bound` computes it relative to the window's mass; :func:`count_window`
+scans a table of the conditional for the window that holds every site's mass to within
+a stated tolerance. Both are pure numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["TAIL_MASS", "MAX_COUNT", "count_window", "tail_mass_bound"]
+
+#: largest share of a site's conditional mass a window may leave out, beyond its last
+#: value (checked at every draw; the window is widened when it is exceeded)
+TAIL_MASS = 1e-8
+
+#: largest value a window search looks at: a count whose conditional has not fallen off
+#: by then is not a latent count this package can sum
+MAX_COUNT = 2**16
+
+
+def _logsumexp_rows(table: np.ndarray) -> np.ndarray:
+    top = np.max(table, axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        return np.log(np.exp(table - safe[:, None]).sum(axis=1)) + safe
+
+
+def tail_mass_bound(table: np.ndarray) -> np.ndarray:
+    """Upper bound on every site's conditional mass beyond the window, relative to the
+    mass in it, assuming log-concavity beyond the window (module docstring).
+
+    Parameters
+    ----------
+    table : ndarray, shape (N, W)
+        Unnormalised log conditional of every site at its window's W values, in order;
+        -inf where a value is impossible.
+
+    Returns
+    -------
+    ndarray, shape (N,)
+        ``p(h) r / (1 - r)`` with ``p`` normalised over the window, ``h`` its last value
+        and ``r = p(h) / p(h - 1)``; 0 where the last value is impossible (the support
+        ended), inf where ``r >= 1`` (the conditional is still rising: its mode lies
+        beyond the window).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.stats import geom
+    >>> v = np.arange(1, 11)
+    >>> bound = tail_mass_bound(geom.logpmf(v, 0.5)[None, :])
+    >>> exact = geom.sf(10, 0.5) / geom.cdf(10, 0.5)  # the bound is exact for a geometric
+    >>> bool(np.isclose(bound[0], exact, rtol=1e-12))
+    True
+    """
+    table = np.asarray(table, dtype=np.float64)
+    if table.shape[1] < 2:
+        return np.where(np.isfinite(table[:, -1]), np.inf, 0.0)
+    last, before = table[:, -1], table[:, -2]
+    total = _logsumexp_rows(table)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_r = last - before
+        r = np.exp(np.minimum(log_r, 0.0))
+        bound = np.exp(last - total) * r / (1.0 - r)
+    bound = np.where(log_r >= 0.0, np.inf, bound)
+    return np.where(np.isneginf(last), 0.0, bound)
+
+
+def count_window(site_logp: Callable[[np.ndarray], np.ndarray], n_sites: int,
+                 start: int = 0, first_width: int = 64, tail: float = TAIL_MASS,
+                 max_count: int = MAX_COUNT) -> tuple[np.ndarray, np.ndarray]:
+    """Every site's lowest possible value and the width that holds its conditional mass
+    to within ``tail``.
+
+    Parameters
+    ----------
+    site_logp : callable
+        ``values (V,) -> (N, V)``: the unnormalised log conditional of every site at each
+        value (every site set to the same value).
+    n_sites : int
+    start : int
+        The smallest value the distribution has.
+    first_width : int
+        Values scanned at first; the scan doubles until every site is covered.
+    tail : float
+        Largest mass share left beyond the window (:func:`tail_mass_bound`).
+    max_count : int
+        Largest value scanned.
+
+    Returns
+    -------
+    lower : ndarray of int64, shape (N,)
+        The smallest value of finite log density of every site.
+    width : ndarray of int64, shape (N,)
+        Number of values from ``lower`` that leave at most ``tail`` of the mass beyond.
+
+    Raises
+    ------
+    ValueError
+        If some site has no possible value, or its mass has not fallen off, within
+        ``max_count``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.stats import poisson
+    >>> lower, width = count_window(lambda v: poisson.logpmf(v[None, :], 3.0), 1)
+    >>> int(lower[0]), int(width[0]), bool(poisson.sf(width[0] - 1, 3.0) < 1e-8)
+    (0, 18, True)
+    """
+    end = start + first_width
+    while True:
+        values = np.arange(start, end)
+        table = np.asarray(site_logp(values), dtype=np.float64).reshape(n_sites, values.size)
+        finite = np.isfinite(table)
+        has = finite.any(axis=1)
+        first = np.argmax(finite, axis=1)
+        total = _logsumexp_rows(np.where(finite, table, -np.inf))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            log_r = np.diff(table, axis=1)  # (N, V - 1): at value index 1..V-1
+            r = np.exp(np.minimum(log_r, 0.0))
+            bound = np.exp(table[:, 1:] - total[:, None]) * r / (1.0 - r)
+        bound = np.where(np.isneginf(table[:, 1:]) & (np.arange(1, values.size) > first[:, None]),
+                         0.0, bound)
+        bound = np.where(log_r >= 0.0, np.inf, bound)
+        # the window may end at value index j >= first + 1 where the bound holds and the
+        # conditional falls from there on (past the mode)
+        ok = (bound <= tail) & (np.arange(1, values.size)[None, :] > first[:, None])
+        done = has & ok.any(axis=1)
+        if done.all():
+            last = np.argmax(ok, axis=1) + 1
+            return (start + first).astype(np.int64), (last - first + 1).astype(np.int64)
+        if end >= max_count:
+            site = int(np.flatnonzero(~done)[0])
+            why = ("has no possible value" if not has[site] else
+                   "still holds more than the tolerated mass beyond that")
+            raise ValueError(f"site {site} {why} in the values {start} .. {end - 1}")
+        end = min(start + 2 * (end - start), max_count)

@@ -1,0 +1,160 @@
+"""Latent counts: which variables are counts, and the window of values their sum runs over.
+
+A latent count is an integer variable of infinite support whose lower end is fixed: a
+Poisson, NegativeBinomial or Geometric free variable (the abundance of an N-mixture
+model, a count thinned by a Binomial, an imputed missing count). The finite-value steps
+refuse them; :class:`~pymc_discrete.CollapsedNUTS` sums them out over a window of values
+(:mod:`pymc_discrete.kernels.counts`) read here from the model at the initial point and
+at perturbed values of the continuous variables, and checked at every draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pytensor.graph.basic import Variable
+from pytensor.tensor.random.basic import GeometricRV, NegBinomialRV, PoissonRV
+
+from pymc_discrete.kernels.counts import TAIL_MASS, count_window
+from pymc_discrete.pymc.exact import ExactRatios
+
+__all__ = ["COUNT_OPS", "CountWindow", "count_start", "is_count", "read_count_window"]
+
+#: integer variables of infinite support the package sums out as latent counts
+COUNT_OPS = (PoissonRV, NegBinomialRV, GeometricRV)
+
+#: continuous values at which the window is read, besides the initial point
+WINDOW_PROBES = 4
+
+
+def is_count(rv: Variable) -> bool:
+    """Whether ``rv`` is a latent count (Poisson, NegativeBinomial, Geometric).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model():
+    ...     n = pm.Poisson("n", 3.0)
+    ...     z = pm.Bernoulli("z", 0.5)
+    >>> is_count(n), is_count(z)
+    (True, False)
+    """
+    op = getattr(getattr(rv, "owner", None), "op", None)
+    return isinstance(op, COUNT_OPS) and str(rv.dtype).startswith(("int", "uint"))
+
+
+def count_start(rv: Variable) -> int:
+    """The smallest value of a count variable's distribution (1 for a Geometric)."""
+    return 1 if isinstance(rv.owner.op, GeometricRV) else 0
+
+
+class CountWindow:
+    """The values a block of counts is summed over: site ``i`` takes
+    ``lower[i] .. lower[i] + width - 1``.
+
+    Attributes
+    ----------
+    lower : ndarray of int64, shape (N,)
+        Every site's smallest possible value (from the data: a count below the largest
+        count it produced is impossible), the same at every probe point.
+    width : int
+        Number of values of every site: enough at every probe point to leave at most
+        ``tail`` of each site's conditional mass beyond the window.
+    tail : float
+        The tolerated mass beyond the window.
+    """
+
+    def __init__(self, lower: np.ndarray, width: int, tail: float = TAIL_MASS) -> None:
+        self.lower = np.asarray(lower, dtype=np.int64)
+        self.width = int(width)
+        self.tail = float(tail)
+
+    def __repr__(self) -> str:
+        return (f"CountWindow({self.lower.size} sites from {int(self.lower.min())} .. "
+                f"{int(self.lower.max())}, width {self.width})")
+
+
+def _site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
+    """(N, R) sums of every site's terms at each row of ``terms`` (R, M)."""
+    s = exact.structure
+    counts = np.diff(s.site_ptr)
+    out = np.zeros((exact.n_sites, terms.shape[0]))
+    has = counts > 0
+    if s.site_terms.size:
+        out[has] = np.add.reduceat(terms[:, s.site_terms], s.site_ptr[:-1][has], axis=1).T
+    return out
+
+
+def _site_logp(exact: ExactRatios):
+    """``values (V,) -> (N, V)``: every site's terms summed with every site at each value
+    (the sites share no term, so each row gives every site's own conditional)."""
+    offsets = np.zeros(exact.n_sites, np.int64) if exact.offsets is None else exact.offsets
+
+    def site_logp(values: np.ndarray) -> np.ndarray:
+        states = np.asarray(values, np.int64)[:, None] - offsets[None, :]
+        return _site_sums(exact.batch_terms(states), exact)
+
+    return site_logp
+
+
+def read_count_window(exact: ExactRatios, point: dict, start: int, tail: float = TAIL_MASS,
+                      probes: int = WINDOW_PROBES, seed: int = 0) -> CountWindow:
+    """The window of values of a one-colour block of counts (:class:`CountWindow`).
+
+    Read with the other variables at ``point`` and at ``probes`` points where every
+    continuous value is moved by a standard normal draw (on PyMC's unconstrained scale: a
+    rate moves by a factor of about e). The same point gives the same window, whatever
+    values a step built on ``exact`` left in its shared variables.
+
+    Parameters
+    ----------
+    exact : ExactRatios
+        The block's structure (one colour: its sites share no term).
+    point : dict
+        Values of the other variables (the initial point).
+    start : int
+        The distribution's smallest value.
+    tail : float
+    probes : int
+    seed : int
+
+    Raises
+    ------
+    ValueError
+        If a site has no possible value, its conditional has not fallen off within
+        :data:`~pymc_discrete.kernels.counts.MAX_COUNT`, or its lowest possible value
+        differs between probe points (it depends on the continuous variables).
+    """
+    rng = np.random.default_rng(seed)
+    kept = {s: s.get_value() for s in exact.shared.values()}
+    saved = {s: np.asarray(point[name.name if hasattr(name, "name") else name],
+                           dtype=s.get_value().dtype) for name, s in exact.shared.items()}
+    site_logp = _site_logp(exact)
+    lower, width = None, 0
+    try:
+        for probe in range(1 + probes):
+            for s, value in saved.items():
+                s.set_value(value)
+            if probe:
+                for s, value in saved.items():
+                    if np.issubdtype(np.asarray(value).dtype, np.floating):
+                        s.set_value(value + rng.normal(0.0, 1.0, np.shape(value)).astype(
+                            np.asarray(value).dtype))
+            low, wide = count_window(site_logp, exact.n_sites, start=start, tail=tail)
+            if lower is None:
+                lower = low
+            elif not np.array_equal(lower, low):
+                i = int(np.flatnonzero(lower != low)[0])
+                raise ValueError(f"the lowest possible value of site {i} depends on the "
+                                 f"continuous variables ({lower[i]} and {low[i]})")
+            width = max(width, int(wide.max()))
+    finally:
+        for s, value in kept.items():
+            s.set_value(value)
+    return CountWindow(lower, width, tail)
+
+
+def count_block_names(model, value_vars: Sequence[Variable]) -> list[str]:
+    """Names of the variables of ``value_vars`` that are latent counts."""
+    return [v.name for v in value_vars if is_count(model.values_to_rvs[v])]

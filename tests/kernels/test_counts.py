@@ -1,0 +1,84 @@
+"""The window of a latent count: the tail bound against exact tails, and the window
+search on conditionals whose tails are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import binom, geom, nbinom, poisson
+
+from pymc_discrete.kernels.counts import TAIL_MASS, count_window, tail_mass_bound
+
+
+def _exact_tail(logp: np.ndarray, end: int) -> float:
+    """Mass of values >= end relative to the mass below, from a table long enough that
+    what it leaves out is negligible."""
+    return float(np.exp(logsumexp(logp[end:]) - logsumexp(logp[:end])))
+
+
+@pytest.mark.parametrize("end", [3, 8, 20])
+def test_tail_bound_is_exact_for_a_geometric(end):
+    values = np.arange(1, end + 1)
+    bound = tail_mass_bound(geom.logpmf(values, 0.3)[None, :])[0]
+    exact = geom.sf(end, 0.3) / geom.cdf(end, 0.3)
+    assert bound == pytest.approx(exact, rel=1e-10)
+
+
+@pytest.mark.parametrize("logpmf", [
+    lambda v: poisson.logpmf(v, 7.5),
+    lambda v: nbinom.logpmf(v, 3, 0.3),
+    # a latent abundance given three counts of it: Poisson prior times Binomial likelihoods
+    lambda v: poisson.logpmf(v, 12.0) + binom.logpmf(np.array([[4], [6], [5]]), v, 0.4).sum(0),
+])
+def test_tail_bound_holds_past_the_mode(logpmf):
+    """For log-concave conditionals the bound is never below the true tail."""
+    logp = logpmf(np.arange(400))
+    mode = int(np.argmax(logp))
+    for end in range(mode + 2, mode + 40):
+        bound = tail_mass_bound(logp[None, :end])[0]
+        assert bound >= _exact_tail(logp, end) * (1 - 1e-9)
+
+
+def test_tail_bound_marks_rising_and_ended_windows():
+    rising = np.log(np.array([[0.1, 0.2, 0.3]]))
+    ended = np.array([[0.0, -1.0, -np.inf]])
+    assert np.isinf(tail_mass_bound(rising)[0])
+    assert tail_mass_bound(ended)[0] == 0.0
+
+
+@pytest.mark.parametrize("rate", [0.3, 3.0, 30.0, 300.0])
+def test_window_of_a_poisson_leaves_at_most_the_tolerance(rate):
+    lower, width = count_window(lambda v: poisson.logpmf(v, rate)[None, :], 1)
+    logp = poisson.logpmf(np.arange(4000), rate)
+    assert lower[0] == 0
+    assert _exact_tail(logp, int(width[0])) <= TAIL_MASS
+    # and it is not much wider than needed: one value fewer would not always do, but a
+    # quarter fewer would leave more than the tolerance
+    assert _exact_tail(logp, int(0.75 * width[0])) > TAIL_MASS or width[0] < 20
+
+
+def test_window_of_thinned_counts_starts_at_the_largest_count():
+    """N ~ Poisson(lambda_i), three counts ~ Binomial(N, p): no value below the largest
+    count is possible, and the window holds all but the tolerance of every site."""
+    counts = np.array([[0, 1, 0], [7, 12, 9], [30, 41, 35]])
+    rates = np.array([2.0, 15.0, 60.0])
+
+    def site_logp(v):
+        prior = poisson.logpmf(v[None, :], rates[:, None])
+        like = binom.logpmf(counts[:, :, None], v[None, None, :], 0.6).sum(1)
+        return prior + like
+
+    lower, width = count_window(site_logp, 3)
+    np.testing.assert_array_equal(lower, counts.max(axis=1))
+    full = site_logp(np.arange(3000))
+    for i in range(3):
+        assert _exact_tail(full[i], int(lower[i] + width[i])) <= TAIL_MASS
+        assert np.isneginf(full[i, : lower[i]]).all()
+
+
+def test_window_refuses_what_it_cannot_cover():
+    with pytest.raises(ValueError, match="no possible value"):
+        count_window(lambda v: np.full((1, v.size), -np.inf), 1, max_count=256)
+    with pytest.raises(ValueError, match="more than the tolerated mass"):
+        count_window(lambda v: np.zeros((1, v.size)), 1, max_count=256)

@@ -1,0 +1,149 @@
+"""Latent counts summed out for NUTS over a window and drawn exactly (CollapsedNUTS),
+and chosen by register(): joint frequencies against the exact posterior (enumeration of
+the counts, quadrature over the continuous parameter)."""
+
+from __future__ import annotations
+
+import logging
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import beta, binom
+
+import pymc_discrete as pmd
+from pymc_discrete.pymc.collapse import NotCollapsible
+from tests.pymc.checks import N_MCSE
+
+Y = np.array([[2, 3, 1], [5, 4, 6]])
+RATES = np.array([4.0, 9.0])
+A, B = 2.0, 2.0  # Beta prior of the detection probability
+
+
+def _prior(kind: str, shape=2):
+    if kind == "poisson":
+        return pm.Poisson.dist(RATES, shape=shape)
+    if kind == "negative binomial":
+        return pm.NegativeBinomial.dist(mu=RATES, alpha=3.0, shape=shape)
+    return pm.Geometric.dist(p=1.0 / (1.0 + RATES), shape=shape)
+
+
+def _model(kind: str) -> pm.Model:
+    with pm.Model() as model:
+        p = pm.Beta("p", A, B)
+        n = pm.Poisson("N", RATES) if kind == "poisson" else (
+            pm.NegativeBinomial("N", mu=RATES, alpha=3.0) if kind == "negative binomial"
+            else pm.Geometric("N", p=1.0 / (1.0 + RATES)))
+        model.set_initval(n, Y.max(axis=1) + 1)
+        pm.Binomial("y", n=n[:, None], p=p, observed=Y)
+    return model
+
+
+def _exact(kind: str, top: int = 150):
+    """P(N_0 = a, N_1 = b) over a, b < top, and E[p]: Gauss-Legendre quadrature over p of
+    the counts' conditionals, each enumerated."""
+    nodes, weights = np.polynomial.legendre.leggauss(300)
+    p = 0.5 * (nodes + 1.0)
+    w = 0.5 * weights * beta.pdf(p, A, B)
+    values = np.arange(top)
+    prior = pm.logp(_prior(kind, shape=(top, 2)), np.repeat(values[:, None], 2, 1)).eval()
+    # (site, value, node): log prior + log likelihood of the site's counts
+    like = binom.logpmf(Y[:, :, None, None], values[None, None, :, None],
+                        p[None, None, None, :]).sum(axis=1)
+    site = prior.T[:, :, None] + like  # (2, top, nodes)
+    joint = (np.exp(site[0][:, None, :] + site[1][None, :, :]) * w).sum(axis=2)
+    total = joint.sum()
+    marginal_p = np.exp(logsumexp(site[0], axis=0) + logsumexp(site[1], axis=0)) * w
+    return joint / total, float((marginal_p * p).sum() / marginal_p.sum())
+
+
+@pytest.mark.parametrize("kind", ["poisson", "negative binomial", "geometric"])
+def test_counts_summed_out_draw_the_joint_posterior(kind):
+    """Every pair (N_0, N_1) of probability >= 0.005 within 4 MCSE of its exact
+    probability, and E[p] too."""
+    model = _model(kind)
+    joint, mean_p = _exact(kind)
+    with model:
+        step = pmd.CollapsedNUTS([model["N"]])
+        idata = pm.sample(2000, tune=500, chains=2, cores=1, step=step, random_seed=3,
+                          progressbar=False, compute_convergence_checks=False)
+    n = idata.posterior["N"].values  # (chain, draw, 2)
+    assert (n >= Y.max(axis=1)).all()
+    for a, b in np.argwhere(joint >= 0.005):
+        hit = ((n[..., 0] == a) & (n[..., 1] == b)).astype(float)
+        mcse = max(float(az.mcse(hit)), np.sqrt(joint[a, b] * (1 - joint[a, b]) / hit.size))
+        assert abs(hit.mean() - joint[a, b]) <= N_MCSE * mcse, (a, b, hit.mean(), joint[a, b])
+    p = idata.posterior["p"].values
+    assert abs(p.mean() - mean_p) <= N_MCSE * float(az.mcse(p)), (p.mean(), mean_p)
+    assert step.count_window.width >= 10
+
+
+def test_register_sums_out_counts_and_chains_agree_across_cores(caplog):
+    """register() + pm.sample() hands the counts and the continuous variables to one
+    CollapsedNUTS, says so, and gives the same draws with one core or two."""
+    model = _model("poisson")
+    pmd.register()
+    try:
+        with model, caplog.at_level(logging.INFO, logger="pymc"):
+            one = pm.sample(100, tune=100, chains=2, cores=1, random_seed=5,
+                            progressbar=False, compute_convergence_checks=False)
+            two = pm.sample(100, tune=100, chains=2, cores=2, random_seed=5,
+                            progressbar=False, compute_convergence_checks=False)
+    finally:
+        pmd.unregister()
+    assert "chose CollapsedNUTS for [N]" in caplog.text
+    assert "count_window" in one.sample_stats
+    np.testing.assert_array_equal(one.posterior["N"].values, two.posterior["N"].values)
+    np.testing.assert_array_equal(one.posterior["p"].values, two.posterior["p"].values)
+
+
+def test_register_leaves_counts_beside_finite_variables_to_pymc(caplog):
+    """Counts next to a Bernoulli block: the counts go to PyMC's Metropolis, the log says
+    why, and pm.sample still runs."""
+    with pm.Model() as model:
+        p = pm.Beta("p", 2, 2)
+        z = pm.Bernoulli("z", 0.5)
+        n = pm.Poisson("N", 5.0 + 3.0 * z, initval=7)
+        pm.Binomial("y", n=n, p=p, observed=4)
+    pmd.register()
+    try:
+        with model, caplog.at_level(logging.INFO, logger="pymc"):
+            idata = pm.sample(50, tune=50, chains=1, random_seed=1, progressbar=False,
+                              compute_convergence_checks=False)
+    finally:
+        pmd.unregister()
+    assert "leaves N to PyMC's own steps" in caplog.text
+    assert "finite discrete variables too" in caplog.text
+    assert (idata.posterior["N"].values >= 4).all()
+
+
+def test_window_widens_and_warns_after_tuning():
+    """A start far below the posterior (a rate of e^-2 where three counts at detection
+    0.05 put the abundances near 40) gives a narrow window; with no tuning the first
+    draws widen it, and a widening after tuning is reported as a sampler warning naming
+    the counts."""
+    with pm.Model() as model:
+        log_rate = pm.Normal("log_rate", 0.0, 3.0, initval=-2.0)
+        n = pm.Poisson("N", pm.math.exp(log_rate), shape=3, initval=np.array([3, 3, 3]))
+        pm.Binomial("y", n=n, p=0.05, observed=np.array([2, 3, 1]))
+    with model:
+        step = pmd.CollapsedNUTS([n])
+        first = step.count_window.width
+        idata = pm.sample(20, tune=0, chains=1, step=step, random_seed=2, progressbar=False,
+                          compute_convergence_checks=False, keep_warning_stat=True)
+    widths = idata.sample_stats["count_window"].values.ravel()
+    assert widths.max() > first
+    warnings = [w for w in idata.sample_stats["warning"].values.ravel() if w is not None]
+    assert any("widened the window of the counts ['N']" in w.message for w in warnings)
+
+
+def test_mixed_block_is_refused_with_a_reason():
+    with pm.Model() as model:
+        p = pm.Beta("p", 2, 2)
+        z = pm.Bernoulli("z", 0.5)
+        n = pm.Poisson("N", 5.0, initval=7)
+        pm.Binomial("y", n=n, p=p * (0.5 + 0.5 * z), observed=4)
+    with model, pytest.raises(NotCollapsible, match="not both in one block"):
+        pmd.CollapsedNUTS([z, n])
