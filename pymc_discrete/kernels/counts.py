@@ -26,7 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["TAIL_MASS", "MAX_COUNT", "count_window", "tail_mass_bound"]
+__all__ = ["COUNT_TARGET_ACCEPT", "MAX_COUNT", "MAX_COUNT_STEP", "TAIL_MASS", "count_lbp_step",
+           "count_sizes", "count_window", "tail_mass_bound", "tune_count_sizes"]
 
 #: largest share of a site's conditional mass a window may leave out, beyond its last
 #: value (checked at every draw; the window is widened when it is exceeded)
@@ -155,3 +156,92 @@ def count_window(site_logp: Callable[[np.ndarray], np.ndarray], n_sites: int,
                    "still holds more than the tolerated mass beyond that")
             raise ValueError(f"site {site} {why} in the values {start} .. {end - 1}")
         end = min(start + 2 * (end - start), max_count)
+
+
+#: acceptance the step sizes of :func:`count_lbp_step` are tuned toward (the locally
+#: balanced proposals' optimal rate, as for ALBP)
+COUNT_TARGET_ACCEPT = 0.574
+
+#: largest step size a site may reach in tuning (a move of up to this many values)
+MAX_COUNT_STEP = 32
+
+
+def count_lbp_step(table: np.ndarray, sizes: np.ndarray, uniforms: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """One locally balanced move of every site of a colour, each accepted on its own.
+
+    Site ``i`` at value ``x`` proposes ``y = x + d``, ``0 < |d| <= s_i``, with probability
+    ``g(pi(y) / pi(x)) / Z(x)``, ``g(t) = sqrt(t)``, ``Z(x) = sum_d g(pi(x + d) / pi(x))``,
+    and accepts with ``min(1, Z(x) / Z(y))``: with this ``g`` the Metropolis-Hastings
+    ratio ``pi(y) q(x | y) / (pi(x) q(y | x))`` reduces to ``Z(x) / Z(y)``. For a fixed
+    ``s_i`` the move is reversible with respect to the site's conditional; any value of a
+    contiguous support is reached in moves of one.
+
+    Parameters
+    ----------
+    table : ndarray, shape (n, 4 S + 1)
+        Unnormalised log conditional of every site at ``x + e``, ``e = -2S .. 2S``
+        (``S = max(sizes)``; -inf where a value is impossible).
+    sizes : ndarray of int64, shape (n,)
+        Every site's step size ``s_i`` (1 .. S).
+    uniforms : ndarray, shape (n, 2)
+        Two uniforms a site: the proposal's, the acceptance's.
+
+    Returns
+    -------
+    moves : ndarray of int64, shape (n,)
+        The accepted change of every site (0 where rejected).
+    accept : ndarray, shape (n,)
+        Every site's acceptance probability.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = -0.5 * (np.arange(-4, 5)[None, :] - 1.0) ** 2  # S = 2, mode at x + 1
+    >>> moves, accept = count_lbp_step(table, np.array([2]), np.array([[0.5, 0.0]]))
+    >>> int(moves[0]), bool(0.0 < accept[0] <= 1.0)
+    (1, True)
+    """
+    table = np.asarray(table, dtype=np.float64)
+    n, width = table.shape
+    big = (width - 1) // 4
+    sizes = np.asarray(sizes, dtype=np.int64)
+    offsets = np.arange(-big, big + 1)  # the moves d of the widest site
+    allowed = (np.abs(offsets)[None, :] <= sizes[:, None]) & (offsets[None, :] != 0)
+    centre = 2 * big
+    here = table[:, centre]
+    with np.errstate(invalid="ignore", over="ignore"):
+        weights = np.where(allowed, np.exp(0.5 * (table[:, centre + offsets] - here[:, None])),
+                           0.0)
+    weights = np.where(np.isnan(weights), 0.0, weights)
+    z_here = weights.sum(axis=1)
+    cdf = np.cumsum(weights, axis=1)
+    pick = np.minimum((cdf < uniforms[:, 0:1] * z_here[:, None]).sum(axis=1), offsets.size - 1)
+    move = offsets[pick]
+    rows = np.arange(n)
+    there = table[rows, centre + move]
+    # Z(y) over the moves from y = x + d: table columns centre + d + e
+    columns = centre + move[:, None] + offsets[None, :]
+    with np.errstate(invalid="ignore", over="ignore"):
+        back = np.where(allowed, np.exp(0.5 * (table[rows[:, None], columns] - there[:, None])),
+                        0.0)
+    back = np.where(np.isnan(back), 0.0, back)
+    z_there = back.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        accept = np.where((z_here > 0) & np.isfinite(there) & (z_there > 0),
+                          np.minimum(1.0, z_here / z_there), 0.0)
+    moves = np.where(uniforms[:, 1] < accept, move, 0)
+    return moves.astype(np.int64), accept
+
+
+def tune_count_sizes(log_sizes: np.ndarray, accept: np.ndarray, t: int,
+                     target: float = COUNT_TARGET_ACCEPT) -> np.ndarray:
+    """One Robbins-Monro step of every site's log step size toward ``target`` acceptance
+    (gain ``t^-0.6``), kept within ``[0, log MAX_COUNT_STEP]``."""
+    gain = (t + 1.0) ** -0.6
+    return np.clip(log_sizes + gain * (accept - target) * 2.0, 0.0, np.log(MAX_COUNT_STEP))
+
+
+def count_sizes(log_sizes: np.ndarray) -> np.ndarray:
+    """Whole step sizes (at least 1) from their tuned logs."""
+    return np.maximum(1, np.rint(np.exp(log_sizes))).astype(np.int64)

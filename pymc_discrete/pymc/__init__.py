@@ -4,6 +4,7 @@ from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.arwm import ARWM
 from pymc_discrete.pymc.chain import ChainGibbs
 from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
+from pymc_discrete.pymc.count_step import CountLBP
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.joint import JointGibbs
@@ -18,6 +19,7 @@ __all__ = [
     "BlockedGibbs",
     "ChainGibbs",
     "CollapsedNUTS",
+    "CountLBP",
     "JointGibbs",
     "NotCollapsible",
     "PAS",

@@ -21,6 +21,7 @@ from pymc.step_methods.hmc.base_hmc import BaseHMC
 
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapse import CollapsedNUTS, count_exact_ratios, count_problem
+from pymc_discrete.pymc.count_step import CountLBP
 from pymc_discrete.pymc.counts import is_count
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.paired import PairedFlip
@@ -54,7 +55,9 @@ def _is_count(var) -> bool:
 
 class CountPlan(NamedTuple):
     """What ``register()`` does with a model's latent counts: sum them out with
-    :class:`CollapsedNUTS` (``exact`` their structure), or leave them to PyMC (``why``)."""
+    :class:`CollapsedNUTS` (``why`` None), or move them with :class:`CountLBP` (``why``:
+    why they are not summed out); ``exact`` is their structure, None when it could not
+    be read (PyMC's own steps then take them)."""
 
     counts: tuple
     exact: object
@@ -66,25 +69,25 @@ _COUNT_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _count_plan(model) -> CountPlan:
-    """Whether the model's latent counts can be summed out for NUTS (cached per model)."""
+    """How the model's latent counts are sampled (cached per model)."""
     names = tuple(model.named_vars)
     cached = _COUNT_PLANS.get(model)
     if cached is not None and cached[0] == names:
         return cached[1]
     counts = tuple(model.rvs_to_values[rv] for rv in model.free_RVs if is_count(rv))
-    plan = CountPlan(counts, None, None)
-    if any(_is_discrete(rv) for rv in model.free_RVs):
-        plan = plan._replace(why="the model has finite discrete variables too, and the package "
-                                 "sums out latent counts only in models without them")
-    elif not model.continuous_value_vars:
-        plan = plan._replace(why="the model has no continuous variables to sum them out for")
+    point = model.initial_point()
+    try:
+        exact = count_exact_ratios(model, list(counts), point)
+    except Exception as err:  # the graph could not be read: PyMC's steps take them
+        plan = CountPlan(counts, None, f"their structure could not be read ({err})")
     else:
-        try:
-            point = model.initial_point()
-            exact = count_exact_ratios(model, list(counts), point)
-            plan = plan._replace(exact=exact, why=count_problem(model, list(counts), exact, point))
-        except Exception as err:  # the graph could not be read: PyMC's steps take them
-            plan = plan._replace(why=f"their structure could not be read ({err})")
+        if any(_is_discrete(rv) for rv in model.free_RVs):
+            why = "the model has finite discrete variables too"
+        elif not model.continuous_value_vars:
+            why = "the model has no continuous variables to sum them out for"
+        else:
+            why = count_problem(model, list(counts), exact, point)
+        plan = CountPlan(counts, exact, why)
     _COUNT_PLANS[model] = (names, plan)
     return plan
 
@@ -152,8 +155,8 @@ class AutoStep(BlockedStep):
         if counts:
             discrete = [v for v in discrete if v not in counts]
             continuous = [v for v in continuous if v not in counts]
-            return cls._count_steps(model, counts, continuous, initial_point, compile_kwargs,
-                                    nuts_kwargs)
+            return cls._count_steps(model, counts, discrete, continuous, initial_point,
+                                    compile_kwargs, nuts_kwargs, step_kwargs)
         if discrete == []:  # only continuous variables: what PyMC would build for them
             return NUTS(continuous, model=model, initial_point=initial_point,
                         compile_kwargs=compile_kwargs, **nuts_kwargs)
@@ -183,20 +186,36 @@ class AutoStep(BlockedStep):
                     compile_kwargs=compile_kwargs, **nuts_kwargs)
         return CompoundStep([step, nuts])
 
-    @staticmethod
-    def _count_steps(model, counts, continuous, initial_point, compile_kwargs, nuts_kwargs):
+    @classmethod
+    def _count_steps(cls, model, counts, discrete, continuous, initial_point, compile_kwargs,
+                     nuts_kwargs, step_kwargs):
+        """CollapsedNUTS for the counts and the continuous variables when the counts sum
+        out, else CountLBP for the counts beside the steps the rest would get."""
         plan = _count_plan(model)
+        names = ", ".join(v.name for v in counts)
         exact = plan.exact if plan.exact is not None and \
             plan.exact.var_names == tuple(v.name for v in counts) else None
-        step = CollapsedNUTS(counts, continuous, model=model, initial_point=initial_point,
-                             compile_kwargs=compile_kwargs, exact_ratios=exact, **nuts_kwargs)
-        step.choice_reason = ("latent counts whose sites share no term: summed out over a "
-                              f"window of {step.count_window.width} values for NUTS, then "
-                              "drawn exactly")
-        _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
-                  ", ".join(v.name for v in counts), ", ".join(v.name for v in continuous),
-                  step.choice_reason)
-        return step
+        if plan.why is None and not discrete and continuous:
+            step = CollapsedNUTS(counts, continuous, model=model, initial_point=initial_point,
+                                 compile_kwargs=compile_kwargs, exact_ratios=exact,
+                                 **nuts_kwargs)
+            step.choice_reason = ("latent counts whose sites share no term: summed out over "
+                                  f"a window of {step.count_window.width} values for NUTS, "
+                                  "then drawn exactly")
+            _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
+                      names, ", ".join(v.name for v in continuous), step.choice_reason)
+            return step
+        step = CountLBP(counts, model=model, initial_point=initial_point,
+                        compile_kwargs=compile_kwargs, exact_ratios=exact, **step_kwargs)
+        why = plan.why or "the continuous variables are sampled by another step"
+        step.choice_reason = f"latent counts not summed out ({why}): locally balanced moves"
+        _log.info("pymc_discrete chose CountLBP for [%s]: %s.", names, step.choice_reason)
+        rest = [*discrete, *continuous]
+        if not rest:
+            return step
+        others = cls.__new__(cls, rest, model=model, initial_point=initial_point,
+                             compile_kwargs=compile_kwargs, **nuts_kwargs, **step_kwargs)
+        return CompoundStep([step, others])
 
     @staticmethod
     def _paired_steps(choice, discrete, continuous, model, initial_point, compile_kwargs,
@@ -268,7 +287,7 @@ class AutoStep(BlockedStep):
             pass
         if _is_count(var) and model is not None and var in model.free_RVs:
             plan = _count_plan(model)
-            if plan.why is None:
+            if plan.exact is not None:
                 return Competence.IDEAL
             _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name, plan.why)
             return Competence.INCOMPATIBLE

@@ -51,7 +51,7 @@ from pytensor.graph.traversal import graph_inputs
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.collapsed_counts import CountDraw, count_sum
-from pymc_discrete.pymc.counts import count_start, is_count, read_count_window
+from pymc_discrete.pymc.counts import count_start, is_count, read_count_window, site_sums
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.terms import block_pieces, without_checks
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
@@ -141,7 +141,7 @@ def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
             if not exact.checks_held:
                 raise NotCollapsible(
                     "a parameter check of the model fails at some value of the block")
-            finite = (_site_sums(terms, exact) > -np.inf) & has
+            finite = (site_sums(terms, exact) > -np.inf) & has
             if seen is None:
                 seen = finite
             elif not np.array_equal(seen, finite):
@@ -318,18 +318,6 @@ class _MarginalNUTS(NUTS):
 # and the compound itself only as "CompoundStep": the parts carry the name of the step
 # users asked for (the module and qualified name, which pickling uses, are unchanged)
 _MarginalNUTS.__name__ = "CollapsedNUTS (NUTS on the marginal)"
-
-
-def _site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
-    """(N, K) sums of every site's terms at each row of ``terms`` (K, M), from the CSR
-    lists of the structure (0 for a site without terms)."""
-    s = exact.structure
-    counts = np.diff(s.site_ptr)
-    out = np.zeros((exact.n_sites, terms.shape[0]))
-    has = counts > 0
-    if s.site_terms.size:
-        out[has] = np.add.reduceat(terms[:, s.site_terms], s.site_ptr[:-1][has], axis=1).T
-    return out
 
 
 class _ExactDraw(ArrayStepShared):

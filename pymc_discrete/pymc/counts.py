@@ -10,8 +10,6 @@ at perturbed values of the continuous variables, and checked at every draw.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.tensor.random.basic import GeometricRV, NegBinomialRV, PoissonRV
@@ -19,7 +17,8 @@ from pytensor.tensor.random.basic import GeometricRV, NegBinomialRV, PoissonRV
 from pymc_discrete.kernels.counts import TAIL_MASS, count_window
 from pymc_discrete.pymc.exact import ExactRatios
 
-__all__ = ["COUNT_OPS", "CountWindow", "count_start", "is_count", "read_count_window"]
+__all__ = ["COUNT_OPS", "CountWindow", "count_start", "is_count", "read_count_window",
+           "site_sums"]
 
 #: integer variables of infinite support the package sums out as latent counts
 COUNT_OPS = (PoissonRV, NegBinomialRV, GeometricRV)
@@ -75,8 +74,9 @@ class CountWindow:
                 f"{int(self.lower.max())}, width {self.width})")
 
 
-def _site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
-    """(N, R) sums of every site's terms at each row of ``terms`` (R, M)."""
+def site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
+    """(N, R) sums of every site's terms at each row of ``terms`` (R, M), from the CSR
+    lists of the structure (0 for a site without terms)."""
     s = exact.structure
     counts = np.diff(s.site_ptr)
     out = np.zeros((exact.n_sites, terms.shape[0]))
@@ -93,7 +93,7 @@ def _site_logp(exact: ExactRatios):
 
     def site_logp(values: np.ndarray) -> np.ndarray:
         states = np.asarray(values, np.int64)[:, None] - offsets[None, :]
-        return _site_sums(exact.batch_terms(states), exact)
+        return site_sums(exact.batch_terms(states), exact)
 
     return site_logp
 
@@ -154,7 +154,3 @@ def read_count_window(exact: ExactRatios, point: dict, start: int, tail: float =
             s.set_value(value)
     return CountWindow(lower, width, tail)
 
-
-def count_block_names(model, value_vars: Sequence[Variable]) -> list[str]:
-    """Names of the variables of ``value_vars`` that are latent counts."""
-    return [v.name for v in value_vars if is_count(model.values_to_rvs[v])]

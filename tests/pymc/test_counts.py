@@ -99,24 +99,57 @@ def test_register_sums_out_counts_and_chains_agree_across_cores(caplog):
     np.testing.assert_array_equal(one.posterior["p"].values, two.posterior["p"].values)
 
 
-def test_register_leaves_counts_beside_finite_variables_to_pymc(caplog):
-    """Counts next to a Bernoulli block: the counts go to PyMC's Metropolis, the log says
-    why, and pm.sample still runs."""
+def _pairs_within_mcse(draws_a, draws_b, joint, floor=0.005):
+    """Every pair (a, b) of exact probability >= ``floor`` within 4 MCSE."""
+    for a, b in np.argwhere(joint >= floor):
+        hit = ((draws_a == a) & (draws_b == b)).astype(float)
+        mcse = max(float(az.mcse(hit)), np.sqrt(joint[a, b] * (1 - joint[a, b]) / hit.size))
+        assert abs(hit.mean() - joint[a, b]) <= N_MCSE * mcse, (a, b, hit.mean(), joint[a, b])
+
+
+def test_register_moves_counts_beside_finite_variables_with_count_lbp(caplog):
+    """A count beside a Bernoulli (no continuous variable): register() gives the count
+    to CountLBP and says why; the joint posterior of (z, N) matches enumeration."""
     with pm.Model() as model:
-        p = pm.Beta("p", 2, 2)
         z = pm.Bernoulli("z", 0.5)
         n = pm.Poisson("N", 5.0 + 3.0 * z, initval=7)
-        pm.Binomial("y", n=n, p=p, observed=4)
+        pm.Binomial("y", n=n, p=0.4, observed=np.array([4, 3]))
+    values = np.arange(200)
+    logp = np.array([binom.logpmf([4, 3], values[:, None], 0.4).sum(1)
+                     + pm.logp(pm.Poisson.dist(5.0 + 3.0 * k), values).eval()
+                     for k in (0, 1)])
+    joint = np.exp(logp - logsumexp(logp))
     pmd.register()
     try:
         with model, caplog.at_level(logging.INFO, logger="pymc"):
-            idata = pm.sample(50, tune=50, chains=1, random_seed=1, progressbar=False,
-                              compute_convergence_checks=False)
+            idata = pm.sample(3000, tune=500, chains=2, cores=1, random_seed=1,
+                              progressbar=False, compute_convergence_checks=False)
     finally:
         pmd.unregister()
-    assert "leaves N to PyMC's own steps" in caplog.text
+    assert "chose CountLBP for [N]" in caplog.text
     assert "finite discrete variables too" in caplog.text
-    assert (idata.posterior["N"].values >= 4).all()
+    _pairs_within_mcse(idata.posterior["z"].values, idata.posterior["N"].values, joint)
+
+
+def test_count_lbp_on_counts_that_share_terms():
+    """Two counts coupled by a Potential (two colours), no continuous variable: CountLBP's
+    joint frequencies match enumeration, its step sizes grew in tuning, and the chain
+    moved to values far from its start."""
+    with pm.Model() as model:
+        n = pm.Poisson("N", np.array([6.0, 25.0]), initval=np.array([1, 1]))
+        pm.Potential("tie", -((n[0] - n[1] + 10.0) ** 2) / 20.0)
+    a, b = np.meshgrid(np.arange(80), np.arange(80), indexing="ij")
+    logp = (pm.logp(pm.Poisson.dist(6.0), a).eval() + pm.logp(pm.Poisson.dist(25.0), b).eval()
+            - (a - b + 10.0) ** 2 / 20.0)
+    joint = np.exp(logp - logsumexp(logp))
+    with model:
+        step = pmd.CountLBP([n])
+        assert step.exact_ratios.structure.n_colours == 2
+        idata = pm.sample(4000, tune=1000, chains=2, cores=1, step=step, random_seed=2,
+                          progressbar=False, compute_convergence_checks=False)
+    draws = idata.posterior["N"].values
+    _pairs_within_mcse(draws[..., 0], draws[..., 1], joint, floor=0.002)
+    assert idata.sample_stats["count_step"].values.max() > 1.0
 
 
 def test_window_widens_and_warns_after_tuning():
@@ -147,3 +180,15 @@ def test_mixed_block_is_refused_with_a_reason():
         pm.Binomial("y", n=n, p=p * (0.5 + 0.5 * z), observed=4)
     with model, pytest.raises(NotCollapsible, match="not both in one block"):
         pmd.CollapsedNUTS([z, n])
+
+
+def test_finite_value_steps_refuse_counts():
+    """The steps for finite discrete variables leave counts to CollapsedNUTS, CountLBP
+    or PyMC: they never claim one."""
+    from pymc.step_methods.compound import Competence
+
+    with pm.Model():
+        n = pm.Poisson("N", 3.0)
+    for step in (pmd.ALBP, pmd.ARWM, pmd.PAS, pmd.BlockedGibbs):
+        assert step.competence(n, False) == Competence.INCOMPATIBLE, step
+    assert pmd.CountLBP.competence(n, False) == Competence.COMPATIBLE
