@@ -10,7 +10,9 @@ The models of the applied benchmark (``benchmarks/run_applied.py``):
 * :func:`small_spike_and_slab` -- a 4-predictor regression whose spike is a narrow
   Gaussian (a scale mixture, as in Liesel's tutorial), simulated;
 * :func:`gaussian_hmm` -- a Gaussian hidden Markov model, 300 steps, 3 sticky states,
-  simulated (the chain a ``pm.Potential``, summed out by the forward algorithm).
+  simulated (the chain a ``pm.Potential``, summed out by the forward algorithm);
+* :func:`n_mixture` -- Royle's (2004) N-mixture model, 150 sites x 4 visits, simulated:
+  Poisson abundances (latent counts of unbounded support) counted with Binomial error.
 
 Every builder returns an :class:`AppliedModel`: the PyMC model with the discrete latent
 variables as free variables, the same model with them summed out by hand (a logsumexp
@@ -54,7 +56,9 @@ __all__ = [
     "gaussian_mixture",
     "hmm_smoothing",
     "hmm_transitions",
+    "n_mixture",
     "simulate_hmm",
+    "simulate_n_mixture",
     "simulate_spike_and_slab",
     "site_occupancy",
     "small_spike_and_slab",
@@ -1127,6 +1131,150 @@ def _numpyro_hmm(y: np.ndarray, log_P: np.ndarray) -> Callable:
     return model
 
 
+# --------------------------------------------------------------------------------------
+# h. N-mixture: latent abundances with an unbounded Poisson prior
+# --------------------------------------------------------------------------------------
+
+#: intercept and slope of log abundance, detection probability and data seed of
+#: :func:`n_mixture`
+NMIX_B0, NMIX_B1, NMIX_P, NMIX_DATA_SEED = 1.5, 0.5, 0.5, 0
+
+#: the hand-written marginal sums every site's abundance up to ``K = max(y) + NMIX_EXTRA``
+NMIX_EXTRA = 100
+
+
+def simulate_n_mixture(n_sites: int = 150, n_visits: int = 4, b0: float = NMIX_B0,
+                       b1: float = NMIX_B1, p: float = NMIX_P, seed: int = NMIX_DATA_SEED,
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Site covariate ``x`` (n_sites,), abundances ``N`` (n_sites,) and counts ``y``
+    (n_sites, n_visits) of an N-mixture model: ``x_i ~ Normal(0, 1)``,
+    ``N_i ~ Poisson(exp(b0 + b1 x_i))``, ``y_ij ~ Binomial(N_i, p)``; simulated with
+    ``seed``."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n_sites)
+    N = rng.poisson(np.exp(b0 + b1 * x))
+    return x, N, rng.binomial(N[:, None], p, size=(n_sites, n_visits))
+
+
+def _abundance_table(y: np.ndarray, upper: int) -> tuple[np.ndarray, np.ndarray]:
+    """The values ``n = 0 .. upper`` and, per site, the part of
+    ``log Poisson(n | lambda) + sum_j log Binomial(y_ij | n, p)`` that depends on neither
+    lambda nor p: ``sum_j log C(n, y_ij) - log n!``, -inf where ``n < max_j y_ij``;
+    shapes (upper + 1,) and (n_sites, upper + 1)."""
+    from scipy.special import gammaln
+
+    n = np.arange(upper + 1)
+    yy = y[:, None, :]
+    nn = n[None, :, None].astype(float)
+    possible = n[None, :] >= y.max(axis=1)[:, None]
+    # log C(n, y) where n >= y (the other values are masked below)
+    choose = gammaln(nn + 1) - gammaln(yy + 1) - gammaln(np.maximum(nn - yy, 0) + 1)
+    const = choose.sum(-1) - gammaln(n + 1.0)[None, :]
+    return n, np.where(possible, const, -np.inf)
+
+
+def n_mixture(x: np.ndarray | None = None, y: np.ndarray | None = None,
+              extra: int = NMIX_EXTRA) -> AppliedModel:
+    """Binomial N-mixture model of abundance (Royle 2004, Biometrics 60: 108-115).
+
+    Data: 150 sites x 4 visits simulated with seed 0 (:func:`simulate_n_mixture`): a site
+    covariate ``x_i ~ Normal(0, 1)``, abundances ``N_i ~ Poisson(exp(1.5 + 0.5 x_i))``,
+    counts ``y_ij ~ Binomial(N_i, 0.5)``. Model, as a user writes it: ``b0, b1 ~
+    Normal(0, 2)``, ``p ~ Beta(1, 1)``, ``N = pm.Poisson("N", exp(b0 + b1 x))`` started at
+    ``max_j y_ij + 1`` (PyMC's own initial value of a Poisson, ``floor(exp(0)) = 1``, is
+    below the counts of most sites: log density -inf), ``y ~ Binomial(N[:, None], p)``.
+    The abundances are latent counts of unbounded support: ``register()`` sums them out
+    over a window of values (CollapsedNUTS); PyMC's default updates them by Metropolis.
+    Summary: the total abundance ``sum N``.
+
+    Marginal, as a Stan user writes it: every site's abundance summed out over
+    ``n = max_j y_ij .. K`` with one truncation ``K = max(y) + extra`` (default
+    ``extra = 100``: ``K = 111`` on the default data, whose largest count is 11; every
+    site's conditional mass beyond K is below 1e-150 at the true values and below 1e-60
+    at ``(b0, b1, p) = (2.0, 0.7, 0.3)``, far in the posterior's tail, where the largest
+    ``lambda_i`` is 30), ``logsumexp_n [log Poisson(n | lambda_i) + sum_j log
+    Binomial(y_ij | n, p)]`` as a ``pm.Potential`` (the binomial coefficients and
+    ``log n!`` precomputed). The Rao-Blackwellised total abundance is
+    ``sum_i E[N_i | b0, b1, p, y_i]`` over the same values.
+
+    No NumPyro version: ``DiscreteHMCGibbs`` updates only sites with an enumerable
+    support, which a Poisson has not; a hand truncation would make every Gibbs sweep
+    evaluate the model at each of the ~110 values of each of the 150 sites. The
+    ``BlockedGibbs`` variant is kept as the other families have it: the finite-value
+    steps refuse a latent count, so its row says so.
+
+    Parameters
+    ----------
+    x, y : ndarray, optional
+        Site covariate (sites,) and counts (sites, visits); default the simulated data.
+    extra : int
+        The marginal's truncation above the largest count (small in the tests, so that
+        the discrete model can be enumerated up to the same bound).
+
+    Returns
+    -------
+    AppliedModel
+    """
+    if x is None or y is None:
+        x, _, y = simulate_n_mixture()
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=np.int64)
+    n_sites, n_visits = y.shape
+    lower = y.max(axis=1)
+    upper = int(y.max()) + int(extra)
+    values, const = _abundance_table(y, upper)
+    totals = y.sum(axis=1)
+
+    def parameters() -> tuple:
+        b0 = pm.Normal("b0", 0.0, 2.0)
+        b1 = pm.Normal("b1", 0.0, 2.0)
+        return b0, b1, pm.Beta("p", 1.0, 1.0)
+
+    with pm.Model() as model:
+        b0, b1, p = parameters()
+        N = pm.Poisson("N", pm.math.exp(b0 + b1 * x), initval=lower + 1)
+        pm.Binomial("y", n=N[:, None], p=p, observed=y)
+    with pm.Model() as marginal:
+        b0, b1, p = parameters()
+        eta = (b0 + b1 * x)[:, None]  # log lambda_i
+        # log Poisson(n | lambda_i) + sum_j log Binomial(y_ij | n, p) at every n = 0 .. K:
+        # (sites, K + 1), -inf below the site's largest count (in const)
+        table = (const + values[None, :] * eta - pt.exp(eta)
+                 + totals[:, None] * pt.log(p)
+                 + (n_visits * values[None, :] - totals[:, None]) * pt.log1p(-p))
+        pm.Potential("abundance", pt.logsumexp(table, axis=1).sum())
+
+    def marginal_summaries(draws: Draws, chunk: int = 500) -> dict[str, np.ndarray]:
+        b0_, shape = _flatten_draws(draws["b0"])
+        b1_, _ = _flatten_draws(draws["b1"])
+        p_, _ = _flatten_draws(draws["p"])
+        total = np.empty(b0_.shape[0])
+        for lo in range(0, b0_.shape[0], chunk):  # (chunk, sites, K + 1) at a time
+            e = b0_[lo:lo + chunk, None, None] + b1_[lo:lo + chunk, None, None] * x[:, None]
+            q = p_[lo:lo + chunk, None, None]
+            logw = (const + values * e - np.exp(e) + totals[:, None] * np.log(q)
+                    + (n_visits * values - totals[:, None]) * np.log1p(-q))
+            total[lo:lo + chunk] = (np.exp(log_softmax(logw, axis=-1)) @ values).sum(-1)
+        return {"N_total": total.reshape(shape)}
+
+    def start(chains: int, seed: int) -> list[dict]:
+        # each site 0 to 10 above its largest count: below it the counts have no density
+        return [{"N": lower + np.random.default_rng(seed + c).integers(0, 11, n_sites)}
+                for c in range(chains)]
+
+    return AppliedModel(
+        name="nmixture", title=f"N-mixture abundance: {n_sites} sites x {n_visits} visits",
+        source=f"simulated (seed {NMIX_DATA_SEED}): {n_sites} sites, {n_visits} visits, "
+               f"abundance Poisson(exp({NMIX_B0:g} + {NMIX_B1:g} x)) with a standard normal "
+               f"site covariate x, detection p = {NMIX_P:g} (Royle 2004); b0, b1 "
+               "Normal(0, 2), p Beta(1, 1); the marginal sums each abundance from the "
+               f"site's largest count to K = {upper} (the largest count + {extra})",
+        model=model, marginal=marginal, continuous=["b0", "b1", "p"], discrete=["N"],
+        summaries={"N_total": lambda draws: draws["N"].sum(-1).astype(float)},
+        marginal_summaries=marginal_summaries, headline=["N_total"],
+        best_steps=blocked_gibbs(["N"]), start=start,
+    )
+
+
 #: every family, by its key (``--models``)
 BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "mixture": gaussian_mixture,
@@ -1137,4 +1285,5 @@ BUILDERS: dict[str, Callable[[], AppliedModel]] = {
     "small_spike_and_slab": small_spike_and_slab,
     "hmm": gaussian_hmm,
     "sticky_hmm": sticky_hmm,
+    "nmixture": n_mixture,
 }

@@ -43,6 +43,9 @@ def _small_models() -> dict[str, tuple[am.AppliedModel, int]]:
         # 6 steps of the simulated chain: 3^6 = 729 state sequences
         "hmm": (am.gaussian_hmm(T=6), 3),
         "sticky_hmm": (am.sticky_hmm(T=6), 3),
+        # 3 sites x 2 visits (one never counted), summed to K = 2 + 5: 8^3 = 512 values
+        "nmixture": (am.n_mixture(np.array([-1.0, 0.0, 1.5]),
+                                  np.array([[2, 1], [0, 0], [0, 1]]), extra=5), 8),
     }
 
 
@@ -159,11 +162,13 @@ def test_the_runner_measures_agreement_and_reports_a_failed_variant_as_a_row():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("builder", ["gaussian_mixture", "site_occupancy", "capture_recapture",
-                                     "change_point", "small_spike_and_slab"])
+                                     "change_point", "small_spike_and_slab", "n_mixture"])
 def test_collapsed_nuts_sums_out_exactly_what_the_hand_written_marginal_does(builder):
     """CollapsedNUTS's automatic marginal (full-size models) has the log density and the
     gradient of the benchmark's hand-written marginal model at random points around the
-    initial point (the two share their continuous variables and transforms)."""
+    initial point (the two share their continuous variables and transforms). On the
+    N-mixture model the two sum over different ranges (CollapsedNUTS over its window of
+    values, the marginal up to ``max(y) + 100``) whose difference is below rounding."""
     from pymc.blocking import DictToArrayBijection
 
     import pymc_discrete as pmd
@@ -388,3 +393,37 @@ def test_hmm_smoothing_in_chunks_is_the_same_as_at_once():
     np.testing.assert_allclose(sw3, sw, rtol=1e-12)
     np.testing.assert_allclose(occ.sum(1), 1.0, rtol=1e-12)
     assert np.all((sw >= 0) & (sw <= 49))
+
+
+def test_n_mixture_settings_truncation_and_starts():
+    """The documented data (150 sites x 4 visits, seed 0); the marginal's truncation
+    ``K = max(y) + 100`` is generous: summing to ``max(y) + 300`` changes its log density by
+    less than rounding at the initial point and at 5 random points around the true values;
+    the model's initial point and every chain's start keep each abundance at or above its
+    site's largest count (finite log density) and the starts differ between chains."""
+    x, N, y = am.simulate_n_mixture()
+    assert x.shape == N.shape == (150,) and y.shape == (150, 4)
+    assert np.all(y <= N[:, None])
+    rng = np.random.default_rng(am.NMIX_DATA_SEED)
+    x0 = rng.normal(size=150)
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(N, rng.poisson(np.exp(am.NMIX_B0 + am.NMIX_B1 * x0)))
+    applied = am.n_mixture()
+    wider = am.n_mixture(extra=300)
+    logp, logp_wider = (a.marginal.compile_logp(mode=MODE) for a in (applied, wider))
+    truth = {"b0": am.NMIX_B0, "b1": am.NMIX_B1,
+             "p_logodds__": np.log(am.NMIX_P / (1 - am.NMIX_P))}
+    points = [applied.marginal.initial_point()] + [
+        {k: np.asarray(v + rng.normal(0.0, 0.3)) for k, v in truth.items()} for _ in range(5)]
+    for point in points:
+        assert np.isfinite(logp(point))
+        np.testing.assert_allclose(logp(point), logp_wider(point), rtol=1e-13, atol=0)
+    model = applied.model
+    discrete_logp = model.compile_logp(mode=MODE)
+    lower = y.max(axis=1)
+    starts = applied.start(4, 1)
+    for start in [{"N": model.initial_point()["N"]}, *starts]:
+        assert np.all(start["N"] >= lower)
+        assert np.isfinite(discrete_logp({**model.initial_point(), **start}))
+    assert len({s["N"].tobytes() for s in starts}) == 4
+    assert applied.numpyro_model is None and "nmixture" in am.BUILDERS
