@@ -50,6 +50,8 @@ from pytensor.graph.traversal import graph_inputs
 
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
+from pymc_discrete.pymc.chain import ChainGibbs, chain_layout
+from pymc_discrete.pymc.collapsed_chain import chain_marginal_log_density
 from pymc_discrete.pymc.collapsed_counts import CountDraw, count_sum
 from pymc_discrete.pymc.counts import count_start, is_count, read_count_window, site_sums
 from pymc_discrete.pymc.exact import ExactRatios
@@ -465,7 +467,15 @@ class CollapsedNUTS(CompoundStep):
             compile_kwargs, n_categories=None if support.is_binary else support.n_values,
             offsets=support.offsets,
         )
+        #: the chain order of a chain-structured block summed out by the forward
+        #: algorithm (None for a block of independent sites)
+        self.chain_layout = None
         why = collapsible(exact)
+        layout = chain_layout(exact) if why is not None else None
+        if layout is not None:
+            self._chain_parts(model, block, continuous, initial_point, exact, layout,
+                              compile_kwargs, nuts_kwargs)
+            return
         if why is not None:
             raise NotCollapsible(f"CollapsedNUTS cannot sum out {', '.join(names)}: {why} "
                                  "(use pmd.BlockedGibbs)")
@@ -480,6 +490,19 @@ class CollapsedNUTS(CompoundStep):
         self.exact_ratios = exact
         #: (N, K) which values of every site the sum runs over (None for counts)
         self.possible = possible
+        super().__init__([nuts, draw])
+
+    def _chain_parts(self, model, block, continuous, initial_point, exact, layout,
+                     compile_kwargs, nuts_kwargs) -> None:
+        """NUTS on the chain summed out by the forward algorithm, then ChainGibbs."""
+        marginal = chain_marginal_log_density(model, block, initial_point, exact, layout)
+        nuts = self._marginal_nuts(model, marginal, continuous, initial_point, compile_kwargs,
+                                   nuts_kwargs)
+        draw = ChainGibbs(block, model=model, initial_point=initial_point,
+                          compile_kwargs=compile_kwargs, exact_ratios=exact)
+        self.exact_ratios = exact
+        self.possible = None
+        self.chain_layout = layout
         super().__init__([nuts, draw])
 
     def _count_parts(self, model, block, continuous, initial_point, exact, compile_kwargs,
