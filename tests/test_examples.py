@@ -249,3 +249,78 @@ def test_rbm_example_runs(tmp_path):
     assert out.stat().st_size > 0
     assert set(runs) == {"register()", "PAS"}
     assert all(r["jump_distance"] > 0 for r in runs.values())
+
+
+# --------------------------------------------------------------------------------------
+# latent counts and hidden Markov chains
+
+
+def test_n_mixture_marginal_density():
+    """The hand-marginalised density (the reference's potential) and the enumerated
+    conditionals of the abundances against the joint summed over every abundance vector."""
+    from scipy.special import logit, logsumexp
+    from scipy.stats import binom, poisson
+
+    nm = _load("n_mixture")
+    x, _, y = nm.simulate(n_sites=3, n_visits=2, b0=0.5, b1=0.4, p=0.5, seed=3)
+    b0, b1, p = 0.7, -0.3, 0.45
+    model = nm.marginal_model(x, y)
+    potential = model.compile_logp(vars=[model["abundance"]], jacobian=False)
+    marginal = potential({"b0": b0, "b1": b1, "p_logodds__": logit(p)})
+    # every abundance vector with N_i <= 40 (lambda_i < 3: the mass beyond is < 1e-25)
+    top = 40
+    N = np.array(list(itertools.product(range(top + 1), repeat=3)))    # (41^3, 3)
+    lam = np.exp(b0 + b1 * x)
+    log_joint = (poisson.logpmf(N, lam).sum(1)
+                 + binom.logpmf(y[None, :, :], N[:, :, None], p).sum((1, 2)))
+    np.testing.assert_allclose(marginal, logsumexp(log_joint), rtol=1e-10)
+    brute_means = _weights(log_joint) @ N
+    w = nm.abundance_posterior(b0, b1, p, x, y)[0]                    # (sites, values)
+    np.testing.assert_allclose(w @ np.arange(w.shape[1]), brute_means, rtol=1e-10)
+
+
+def test_hidden_markov_smoothed_marginals():
+    """Forward-backward against enumeration of all 3^5 state sequences, at two draws."""
+    from scipy.stats import norm
+
+    hmm = _load("hidden_markov")
+    _, y = hmm.simulate(T=5, seed=1)
+    log_P = np.log(hmm.transition_matrix(3, 0.8))
+    mu, sigma = np.array([[-1.0, 0.2, 1.1], [-0.5, 0.0, 2.0]]), np.array([0.7, 1.3])
+    got = hmm.smoothed_marginals(mu, sigma, y, log_P)
+    z = np.array(list(itertools.product(range(3), repeat=5)))          # (243, 5)
+    one_hot = (z[..., None] == np.arange(3)).astype(float)
+    for s in range(2):
+        log_p = (np.log(1 / 3) + log_P[z[:, :-1], z[:, 1:]].sum(1)
+                 + norm.logpdf(y, mu[s][z], sigma[s]).sum(1))
+        brute = np.tensordot(_weights(log_p), one_hot, 1)                 # (5, 3)
+        np.testing.assert_allclose(got[s], brute, atol=1e-12)
+
+
+def test_n_mixture_example_runs(tmp_path):
+    out = tmp_path / "n_mixture.png"
+    result = _load("n_mixture").main(draws=200, tune=200, out=out, n_sites=50)
+    assert out.stat().st_size > 0
+    assert set(result["table"]) == {"b0", "b1", "p"}
+    for row in result["table"].values():  # register() against the model summed by hand
+        assert abs(row["mean"] - row["reference"]) < 5 * row["mcse"], row
+    abundance = result["abundance"]
+    assert abundance["within_4_mcse"] >= 0.9
+    # the window starts at every site's largest count, and no draw goes below it
+    assert np.array_equal(result["window"].lower, abundance["largest_count"])
+    assert np.all(abundance["interval"][:, 0] >= abundance["largest_count"])
+    assert np.all(result["widths"] >= result["window"].width)
+    assert result["truncation_mass"] < 1e-20  # the reference's truncation is immaterial
+
+
+def test_hidden_markov_example_runs(tmp_path):
+    out = tmp_path / "hidden_markov.png"
+    result = _load("hidden_markov").main(T=100, draws=200, tune=200, out=out)
+    assert out.stat().st_size > 0
+    assert set(result["table"]) == {"register()", "PyMC default"}
+    assert result["sampled"].shape == result["smoothed"].shape == (100, 3)
+    np.testing.assert_allclose(result["sampled"].sum(1), 1.0)
+    # the state frequencies against forward-backward averaged over the draws
+    assert result["within_4_se"] >= 0.95
+    assert result["max_error"] < 0.1
+    assert result["recovered"] > 0.8

@@ -27,7 +27,8 @@ from collections.abc import Callable
 import numpy as np
 
 __all__ = ["COUNT_TARGET_ACCEPT", "MAX_COUNT", "MAX_COUNT_STEP", "TAIL_MASS", "count_lbp_step",
-           "count_sizes", "count_window", "tail_mass_bound", "tune_count_sizes"]
+           "count_sizes", "count_window", "needed_width", "tail_mass_bound",
+           "tune_count_sizes", "window_extension"]
 
 #: largest share of a site's conditional mass a window may leave out, beyond its last
 #: value (checked at every draw; the window is widened when it is exceeded)
@@ -132,31 +133,88 @@ def count_window(site_logp: Callable[[np.ndarray], np.ndarray], n_sites: int,
     while True:
         values = np.arange(start, end)
         table = np.asarray(site_logp(values), dtype=np.float64).reshape(n_sites, values.size)
-        finite = np.isfinite(table)
-        has = finite.any(axis=1)
-        first = np.argmax(finite, axis=1)
-        total = _logsumexp_rows(np.where(finite, table, -np.inf))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            log_r = np.diff(table, axis=1)  # (N, V - 1): at value index 1..V-1
-            r = np.exp(np.minimum(log_r, 0.0))
-            bound = np.exp(table[:, 1:] - total[:, None]) * r / (1.0 - r)
-        bound = np.where(np.isneginf(table[:, 1:]) & (np.arange(1, values.size) > first[:, None]),
-                         0.0, bound)
-        bound = np.where(log_r >= 0.0, np.inf, bound)
-        # the window may end at value index j >= first + 1 where the bound holds and the
-        # conditional falls from there on (past the mode)
-        ok = (bound <= tail) & (np.arange(1, values.size)[None, :] > first[:, None])
-        done = has & ok.any(axis=1)
+        done, first, last = _shortest_ends(table, tail)
         if done.all():
-            last = np.argmax(ok, axis=1) + 1
             return (start + first).astype(np.int64), (last - first + 1).astype(np.int64)
         if end >= max_count:
             site = int(np.flatnonzero(~done)[0])
-            why = ("has no possible value" if not has[site] else
+            why = ("has no possible value" if not np.isfinite(table[site]).any() else
                    "still holds more than the tolerated mass beyond that")
             raise ValueError(f"site {site} {why} in the values {start} .. {end - 1}")
         end = min(start + 2 * (end - start), max_count)
 
+
+def _shortest_ends(table: np.ndarray, tail: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every row of a table of log conditionals: whether some value past its first
+    possible one can end a window with at most ``tail`` of the row's mass beyond
+    (:func:`tail_mass_bound` at that end, the mass normalised over the whole row), the
+    index of the first possible value, and of the first such end."""
+    n, width = table.shape
+    finite = np.isfinite(table)
+    has = finite.any(axis=1)
+    first = np.argmax(finite, axis=1)
+    if width < 2:
+        return np.zeros(n, bool), first, first
+    total = _logsumexp_rows(np.where(finite, table, -np.inf))
+    index = np.arange(1, width)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_r = np.diff(table, axis=1)  # at value index 1 .. W - 1
+        r = np.exp(np.minimum(log_r, 0.0))
+        bound = np.exp(table[:, 1:] - total[:, None]) * r / (1.0 - r)
+    bound = np.where(np.isneginf(table[:, 1:]) & (index > first[:, None]), 0.0, bound)
+    bound = np.where(log_r >= 0.0, np.inf, bound)
+    ok = (bound <= tail) & (index > first[:, None])
+    return has & ok.any(axis=1), first, np.argmax(ok, axis=1) + 1
+
+
+def needed_width(table: np.ndarray, tail: float = TAIL_MASS) -> int | None:
+    """The smallest width from the window's start that would leave at most ``tail`` of
+    every row's mass beyond, read off a table of log conditionals over a wider window;
+    None if the table is not wide enough to tell.
+
+    Examples
+    --------
+    >>> from scipy.stats import poisson
+    >>> needed_width(poisson.logpmf(np.arange(40), 3.0)[None, :])
+    18
+    """
+    done, _, last = _shortest_ends(np.asarray(table, dtype=np.float64), tail)
+    return int(last.max()) + 1 if done.all() and done.size else None
+
+
+def window_extension(table: np.ndarray, tail: float = TAIL_MASS) -> int:
+    """How many values to add to a window whose tail bound exceeds ``tail``: where the
+    conditional falls at the end (ratio r < 1), the k with ``p(h) r^k r / (1 - r) <=
+    tail`` (log-concavity: the ratio keeps falling, so the bound at the new end holds);
+    where it still rises, as many values as the window has; never more than that (the
+    ratio just past a mode is close to 1 and overstates the tail: a window extended in
+    steps, each re-reading the bound at its new end, ends closer to what is needed).
+
+    Examples
+    --------
+    >>> from scipy.stats import geom
+    >>> width = 10  # values 1 .. 10 of a Geometric(0.3): the bound needs about 50
+    >>> while tail_mass_bound(geom.logpmf(np.arange(1, width + 1), 0.3)[None, :])[0] > 1e-8:
+    ...     width += window_extension(geom.logpmf(np.arange(1, width + 1), 0.3)[None, :])
+    >>> width, float(geom.sf(width, 0.3)) <= 1e-8
+    (52, True)
+    """
+    table = np.asarray(table, dtype=np.float64)
+    width = table.shape[1]
+    if width < 2:
+        return max(width, 1)
+    total = _logsumexp_rows(table)
+    last = table[:, -1] - total
+    log_r = table[:, -1] - table[:, -2]
+    over = tail_mass_bound(table) > tail
+    if np.any(over & ~(log_r < 0.0)):
+        return width
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.exp(log_r)
+        need = (np.log(tail) + np.log1p(-r) - last - log_r) / log_r
+    need = np.where(over, need, 0.0)
+    return int(min(width, max(1, np.ceil(np.nanmax(need)))))
 
 #: acceptance the step sizes of :func:`count_lbp_step` are tuned toward (the locally
 #: balanced proposals' optimal rate, as for ALBP)

@@ -8,12 +8,17 @@ window of :class:`~pymc_discrete.pymc.counts.CountWindow`:
 
 exact up to the conditional mass beyond the window, which is kept below the window's
 tolerance: every draw of the block computes each site's conditional over the window and
-bounds the mass beyond it (:func:`~pymc_discrete.kernels.counts.tail_mass_bound`); where the
-bound exceeds the tolerance, the window is doubled (one shared width, read by the sum
-NUTS differentiates and by the draw, so nothing is recompiled) before the block is drawn.
-A widening after tuning changes the density NUTS samples from then on, so it is reported
-as a sampler warning naming the chain, the variables and the draw. Each chain starts
-from the window read at set-up, so chains do not depend on the ones run before them.
+bounds the mass beyond it (:func:`~pymc_discrete.kernels.counts.tail_mass_bound`); where
+the bound exceeds the tolerance, the window is widened by as many values as the bound
+says are missing (:func:`~pymc_discrete.kernels.counts.window_extension`; one shared
+width, read by the sum NUTS differentiates and by the draw, so nothing is recompiled)
+before the block is drawn. Tuning explores values the posterior rarely visits, so at its
+end the width is set to 1.25 times the largest width the second half of tuning needed
+(:func:`~pymc_discrete.kernels.counts.needed_width`), narrower or wider than the window
+then. A widening after tuning changes the density NUTS samples from then on, so it is
+reported as a sampler warning naming the chain, the variables and the draw. Each chain
+starts from the window read at set-up, so chains do not depend on the ones run before
+them.
 """
 
 from __future__ import annotations
@@ -29,13 +34,21 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
-from pymc_discrete.kernels.counts import MAX_COUNT, tail_mass_bound
+from pymc_discrete.kernels.counts import (
+    MAX_COUNT,
+    needed_width,
+    tail_mass_bound,
+    window_extension,
+)
 from pymc_discrete.pymc.counts import CountWindow
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.stall import chain_index
 from pymc_discrete.pymc.terms import block_pieces
 
-__all__ = ["CountSum", "count_sum"]
+__all__ = ["CountDraw", "CountSum", "WIDTH_MARGIN", "count_sum"]
+
+#: the width after tuning, as a multiple of the largest the second half of tuning needed
+WIDTH_MARGIN = 1.25
 
 
 class CountSum:
@@ -111,6 +124,9 @@ class CountDraw(ArrayStepShared):
         self.tune = True
         self._chain = None
         self._draw = 0
+        self._n_tune = None
+        self._tune_draws = 0
+        self._needed: list[int] = []
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         """Start a chain at the window read at set-up."""
@@ -119,6 +135,17 @@ class CountDraw(ArrayStepShared):
         self._chain = chain_index(self.rng)
         self.tune = tune > 0
         self._draw = 0
+        self._n_tune = int(tune)
+        self._tune_draws = 0
+        self._needed = []
+
+    def stop_tuning(self) -> None:
+        """Fit the width to what the second half of tuning needed (module docstring)."""
+        if self.tune and self._needed:
+            needed = int(np.ceil(WIDTH_MARGIN * max(self._needed)))
+            self._sums.width.set_value(np.int64(max(needed, 2)))
+        self._needed = []
+        super().stop_tuning()
 
     def _widened_table(self) -> tuple[np.ndarray, int]:
         """The conditional table, after doubling the window while its tail bound is above
@@ -135,11 +162,13 @@ class CountDraw(ArrayStepShared):
                     "(or a parameter check fails): their support depends on the continuous "
                     "variables")
             width = table.shape[1]
-            if tail_mass_bound(table).max() <= self._sums.window.tail:
+            tail = self._sums.window.tail
+            if tail_mass_bound(table).max() <= tail:
                 return table, before
-            if width * 2 + int(self._sums.window.lower.max()) > MAX_COUNT:
-                return table, before  # reported below: the bound stays above tolerance
-            self._sums.width.set_value(np.int64(width * 2))
+            wider = width + window_extension(table, tail)
+            if wider + int(self._sums.window.lower.max()) > MAX_COUNT:
+                return table, before  # the bound stays above tolerance
+            self._sums.width.set_value(np.int64(wider))
 
     def astep(self, q0: RaveledVars):
         table, before = self._widened_table()
@@ -163,6 +192,11 @@ class CountDraw(ArrayStepShared):
                 "warn", step=self._draw, extra={"chain": self._chain, "width": width})
         if not self.tune:
             self._draw += 1
+        else:
+            self._tune_draws += 1
+            if self._n_tune is None or self._tune_draws > self._n_tune // 2:
+                needed = needed_width(table, self._sums.window.tail)
+                self._needed.append(width if needed is None else needed)
         stats = {"accept": 1.0, "jump_distance": int(np.count_nonzero(values != old)),
                  "count_window": width, "warning": warning}
         return RaveledVars(values.astype(q0.data.dtype), q0.point_map_info), [stats]

@@ -169,3 +169,43 @@ def test_step_sizes_tune_toward_the_target_and_stay_in_range():
         log_sizes = tune_count_sizes(log_sizes, np.array([1.0, 0.0, 0.574]), t)
     sizes = count_sizes(log_sizes)
     assert sizes[0] == MAX_COUNT_STEP and sizes[1] == 1 and sizes[2] == 1
+
+
+# ---- fitting and widening a window during sampling ----------------------------------
+
+from pymc_discrete.kernels.counts import needed_width, window_extension  # noqa: E402
+
+
+@pytest.mark.parametrize("rate", [2.0, 20.0, 200.0])
+def test_needed_width_is_the_shortest_window_that_holds_the_tolerance(rate):
+    """Read off a wider table, the width leaves at most the tolerance beyond (exact tail)
+    and is what the window search finds from scratch."""
+    logp = poisson.logpmf(np.arange(2000), rate)
+    width = needed_width(logp[None, :1500])
+    assert _exact_tail(logp, width) <= TAIL_MASS
+    _, searched = count_window(lambda v: poisson.logpmf(v, rate)[None, :], 1)
+    assert width == searched[0]
+    assert needed_width(logp[None, : max(2, width // 2)]) is None  # too narrow to tell
+
+
+@pytest.mark.parametrize("rate, width", [(20.0, 25), (20.0, 32), (200.0, 215), (3.0, 6)])
+def test_window_extended_in_steps_reaches_the_tolerance_near_the_shortest(rate, width):
+    """A window whose bound fails, extended step by step as the draws extend it, holds
+    the tolerance at its end (Poisson tails are log-concave), within a few steps, and
+    is at most twice the shortest window that would."""
+    logp = poisson.logpmf(np.arange(4000), rate)
+    assert tail_mass_bound(logp[None, :width])[0] > TAIL_MASS
+    steps = 0
+    while tail_mass_bound(logp[None, :width])[0] > TAIL_MASS:
+        extension = window_extension(logp[None, :width])
+        assert 1 <= extension <= width
+        width += extension
+        steps += 1
+    assert steps <= 4
+    assert _exact_tail(logp, width) <= TAIL_MASS
+    assert width <= 2 * needed_width(logp[None, :3000])
+
+
+def test_window_extension_doubles_a_window_that_still_rises():
+    logp = poisson.logpmf(np.arange(10), 30.0)[None, :]  # the mode lies beyond
+    assert window_extension(logp) == 10
