@@ -52,7 +52,7 @@ from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.chain import ChainGibbs, chain_layout
 from pymc_discrete.pymc.collapsed_chain import chain_marginal_log_density
-from pymc_discrete.pymc.collapsed_counts import CountDraw, count_sum
+from pymc_discrete.pymc.collapsed_counts import CountDraw, CountSum
 from pymc_discrete.pymc.counts import count_start, is_count, read_count_window, site_sums
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.terms import block_pieces, without_checks
@@ -512,11 +512,12 @@ class CollapsedNUTS(CompoundStep):
         if isinstance(window, str):
             raise NotCollapsible(f"CollapsedNUTS cannot sum out the counts "
                                  f"{', '.join(exact.var_names)}: {window}")
-        sums, marginal, table = count_sum(model, block, initial_point, exact, window)
-        nuts = self._marginal_nuts(model, marginal, continuous, initial_point, compile_kwargs,
-                                   nuts_kwargs)
-        draw = CountDraw(block, exact=exact, sums=sums, table=table, model=model,
-                         compile_kwargs=compile_kwargs)
+        sums = CountSum(model, block, initial_point, exact, window, list(continuous),
+                        compile_kwargs)
+        logp_dlogp, _ = sums.functions(sums.start_width)
+        nuts = _MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
+                             initial_point=initial_point, **nuts_kwargs)
+        draw = CountDraw(block, exact=exact, sums=sums, nuts=nuts)
         self.exact_ratios = exact
         self.possible = None
         self.count_window = window
