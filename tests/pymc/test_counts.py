@@ -71,10 +71,7 @@ def test_counts_summed_out_draw_the_joint_posterior(kind):
                           progressbar=False, compute_convergence_checks=False)
     n = idata.posterior["N"].values  # (chain, draw, 2)
     assert (n >= Y.max(axis=1)).all()
-    for a, b in np.argwhere(joint >= 0.005):
-        hit = ((n[..., 0] == a) & (n[..., 1] == b)).astype(float)
-        mcse = max(float(az.mcse(hit)), np.sqrt(joint[a, b] * (1 - joint[a, b]) / hit.size))
-        assert abs(hit.mean() - joint[a, b]) <= N_MCSE * mcse, (a, b, hit.mean(), joint[a, b])
+    _pairs_within_mcse(n[..., 0], n[..., 1], joint)
     p = idata.posterior["p"].values
     assert abs(p.mean() - mean_p) <= N_MCSE * float(az.mcse(p)), (p.mean(), mean_p)
     assert step.count_window.width >= 10
@@ -84,19 +81,23 @@ def test_register_sums_out_counts_and_chains_agree_across_cores(caplog):
     """register() + pm.sample() hands the counts and the continuous variables to one
     CollapsedNUTS, says so, and gives the same draws with one core or two."""
     model = _model("poisson")
-    pmd.register()
-    try:
-        with model, caplog.at_level(logging.INFO, logger="pymc"):
-            one = pm.sample(100, tune=100, chains=2, cores=1, random_seed=5,
-                            progressbar=False, compute_convergence_checks=False)
-            two = pm.sample(100, tune=100, chains=2, cores=2, random_seed=5,
-                            progressbar=False, compute_convergence_checks=False)
-    finally:
-        pmd.unregister()
+    one = _registered_sample(model, caplog, draws=100, tune=100, cores=1, random_seed=5)
+    two = _registered_sample(model, caplog, draws=100, tune=100, cores=2, random_seed=5)
     assert "chose CollapsedNUTS for [N]" in caplog.text
     assert "count_window" in one.sample_stats
     np.testing.assert_array_equal(one.posterior["N"].values, two.posterior["N"].values)
     np.testing.assert_array_equal(one.posterior["p"].values, two.posterior["p"].values)
+
+
+def _registered_sample(model, caplog, **kwargs):
+    """``pm.sample`` of 2 chains with ``register()`` in effect, the log captured."""
+    pmd.register()
+    try:
+        with model, caplog.at_level(logging.INFO, logger="pymc"):
+            return pm.sample(chains=2, progressbar=False, compute_convergence_checks=False,
+                             **kwargs)
+    finally:
+        pmd.unregister()
 
 
 def _pairs_within_mcse(draws_a, draws_b, joint, floor=0.005):
@@ -119,13 +120,7 @@ def test_register_moves_counts_beside_finite_variables_with_count_lbp(caplog):
                      + pm.logp(pm.Poisson.dist(5.0 + 3.0 * k), values).eval()
                      for k in (0, 1)])
     joint = np.exp(logp - logsumexp(logp))
-    pmd.register()
-    try:
-        with model, caplog.at_level(logging.INFO, logger="pymc"):
-            idata = pm.sample(3000, tune=500, chains=2, cores=1, random_seed=1,
-                              progressbar=False, compute_convergence_checks=False)
-    finally:
-        pmd.unregister()
+    idata = _registered_sample(model, caplog, draws=3000, tune=500, cores=1, random_seed=1)
     assert "chose CountLBP for [N]" in caplog.text
     assert "finite discrete variables too" in caplog.text
     _pairs_within_mcse(idata.posterior["z"].values, idata.posterior["N"].values, joint)
