@@ -155,7 +155,7 @@ def interval_89(draws: np.ndarray) -> np.ndarray:
     return np.quantile(draws, [0.055, 0.945], axis=0, method="inverted_cdf").T
 
 
-def main(draws: int = 500, tune: int = 500, out=None, n_sites: int = 100) -> dict:
+def main(draws: int = 1000, tune: int = 1000, out=None, n_sites: int = 100) -> dict:
     """Sample the model with register()'s choice and the hand-marginalised one with NUTS,
     print both posteriors and plot the abundances; returns the numbers."""
     x, N_true, y = simulate(n_sites)

@@ -327,13 +327,15 @@ def test_change_point_matches_the_conjugate_posterior():
 
 
 def test_sites_that_share_a_term_are_refused():
-    """A potential coupling z0 and z1: the block is two colours, and its sum would not
-    factorise over the sites."""
+    """Potentials coupling z0, z1 and z2 in a cycle: the block is three colours and no
+    chain, so its sum would factorise neither over the sites nor along a path. (A
+    coupling of z0 and z1 alone is a chain, which CollapsedNUTS sums by the forward
+    algorithm.)"""
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 1.0)
         z = pm.Bernoulli("z", 0.5, shape=3)
         pm.Normal("y", mu * z, 1.0, observed=np.array([0.3, 1.0, -0.2]))
-        pm.Potential("c", z[0] * z[1] * 1.0)
+        pm.Potential("c", z[0] * z[1] * 1.0 + z[1] * z[2] * 0.5 + z[0] * z[2] * 0.2)
         with pytest.raises(pmd.NotCollapsible, match="share terms"):
             pmd.CollapsedNUTS([z])
         assert pmd.recommend([z], model=model).step is pmd.JointGibbs  # 8 joint states

@@ -187,3 +187,65 @@ def test_finite_value_steps_refuse_counts():
     for step in (pmd.ALBP, pmd.ARWM, pmd.PAS, pmd.BlockedGibbs):
         assert step.competence(n, False) == Competence.INCOMPATIBLE, step
     assert pmd.CountLBP.competence(n, False) == Competence.COMPATIBLE
+
+
+def _n_mixture(phrasing: str, x: np.ndarray, y: np.ndarray) -> pm.Model:
+    """The N-mixture model with its counts written ``phrasing``."""
+    import pytensor.tensor as pt
+
+    sites, visits = y.shape
+    with pm.Model() as model:
+        b0 = pm.Normal("b0", 0.0, 2.0)
+        b1 = pm.Normal("b1", 0.0, 2.0)
+        p = pm.Beta("p", 1.0, 1.0)
+        n = pm.Poisson("N", pm.math.exp(b0 + b1 * x), initval=y.max(axis=1) + 1)
+        if phrasing == "matrix":
+            pm.Binomial("y", n=n[:, None], p=p, observed=y)
+        elif phrasing == "transposed":
+            pm.Binomial("y", n=n[None, :], p=p, observed=y.T)
+        elif phrasing == "repeated":
+            pm.Binomial("y", n=pt.repeat(n, visits), p=p, observed=y.ravel())
+        elif phrasing == "per visit":
+            for j in range(visits):
+                pm.Binomial(f"y{j}", n=n, p=p, observed=y[:, j])
+        elif phrasing == "potential":
+            pm.Potential("y", pm.logp(pm.Binomial.dist(n=n[:, None], p=p), y).sum())
+    return model
+
+
+@pytest.mark.parametrize("phrasing", ["matrix", "transposed", "repeated", "per visit",
+                                      "potential"])
+def test_n_mixture_phrasings_sum_out_to_the_same_density(phrasing, caplog):
+    """However the counts' likelihood is written, register() sums the abundances out,
+    and the density NUTS samples equals the abundances summed out by hand (to a far
+    bound, numpy) at three parameter points, to within the window's tolerance."""
+    from scipy.special import expit
+    from scipy.stats import norm, poisson
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=12)
+    y = rng.binomial(rng.poisson(np.exp(1.2 + 0.5 * x))[:, None], 0.5, size=(12, 3))
+    model = _n_mixture(phrasing, x, y)
+    with model:
+        step = pmd.CollapsedNUTS([model["N"]])
+    assert step.count_window is not None
+    np.testing.assert_array_equal(step.count_window.lower, y.max(axis=1))
+    logp = step.methods[0]._logp_dlogp_func
+    logp.set_extra_values({})
+    values = np.arange(400)
+    for b0, b1, logit_p in rng.normal(0.0, 0.7, size=(3, 3)) + [1.2, 0.5, 0.0]:
+        p = expit(logit_p)
+        site = (poisson.logpmf(values[None, :], np.exp(b0 + b1 * x)[:, None])
+                + binom.logpmf(y[:, :, None], values[None, None, :], p).sum(1))
+        by_hand = (logsumexp(site, axis=1).sum() + norm.logpdf([b0, b1], 0.0, 2.0).sum()
+                   + np.log(p) + np.log1p(-p))  # Beta(1, 1) on the log-odds scale
+        ours, _ = logp(np.array([b0, b1, logit_p]))
+        np.testing.assert_allclose(ours, by_hand, rtol=0, atol=1e-6)
+    pmd.register()
+    try:
+        with model, caplog.at_level(logging.INFO, logger="pymc"):
+            pm.sample(20, tune=20, chains=1, random_seed=1, progressbar=False,
+                      compute_convergence_checks=False)
+    finally:
+        pmd.unregister()
+    assert "chose CollapsedNUTS for [N]" in caplog.text
