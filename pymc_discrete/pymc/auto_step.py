@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import logging
 import weakref
-from typing import NamedTuple
 
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
@@ -20,12 +19,12 @@ from pymc.step_methods.hmc import NUTS
 from pymc.step_methods.hmc.base_hmc import BaseHMC
 
 from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.collapse import CollapsedNUTS, count_exact_ratios, count_problem
+from pymc_discrete.pymc.collapse import CollapsedNUTS
 from pymc_discrete.pymc.count_step import CountLBP
 from pymc_discrete.pymc.counts import is_count
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.paired import PairedFlip
-from pymc_discrete.pymc.recommend import Recommendation, recommend
+from pymc_discrete.pymc.recommend import Recommendation, recommend, recommend_counts
 from pymc_discrete.pymc.validation import site_support_problem
 
 __all__ = ["AutoStep"]
@@ -53,41 +52,23 @@ def _is_count(var) -> bool:
     return is_count(var)
 
 
-class CountPlan(NamedTuple):
-    """What ``register()`` does with a model's latent counts: sum them out with
-    :class:`CollapsedNUTS` (``why`` None), or move them with :class:`CountLBP` (``why``:
-    why they are not summed out); ``exact`` is their structure, None when it could not
-    be read (PyMC's own steps then take them)."""
-
-    counts: tuple
-    exact: object
-    why: str | None
-
-
-#: model -> (the model's named variables, its CountPlan): read once per model
+#: model -> (the model's named variables, the counts' Recommendation or why their
+#: structure could not be read): read once per model
 _COUNT_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _count_plan(model) -> CountPlan:
-    """How the model's latent counts are sampled (cached per model)."""
+def _count_plan(model) -> Recommendation | str:
+    """The recommendation for the model's latent counts (cached per model), or why their
+    structure could not be read (PyMC's own steps then take them)."""
     names = tuple(model.named_vars)
     cached = _COUNT_PLANS.get(model)
     if cached is not None and cached[0] == names:
         return cached[1]
-    counts = tuple(model.rvs_to_values[rv] for rv in model.free_RVs if is_count(rv))
-    point = model.initial_point()
+    counts = [rv for rv in model.free_RVs if is_count(rv)]
     try:
-        exact = count_exact_ratios(model, list(counts), point)
+        plan = recommend_counts(counts, model)
     except Exception as err:  # the graph could not be read: PyMC's steps take them
-        plan = CountPlan(counts, None, f"their structure could not be read ({err})")
-    else:
-        if any(_is_discrete(rv) for rv in model.free_RVs):
-            why = "the model has finite discrete variables too"
-        elif not model.continuous_value_vars:
-            why = "the model has no continuous variables to sum them out for"
-        else:
-            why = count_problem(model, list(counts), exact, point)
-        plan = CountPlan(counts, exact, why)
+        plan = f"their structure could not be read ({err})"
     _COUNT_PLANS[model] = (names, plan)
     return plan
 
@@ -190,25 +171,28 @@ class AutoStep(BlockedStep):
     def _count_steps(cls, model, counts, discrete, continuous, initial_point, compile_kwargs,
                      nuts_kwargs, step_kwargs):
         """CollapsedNUTS for the counts and the continuous variables when the counts sum
-        out, else CountLBP for the counts beside the steps the rest would get."""
+        out (:func:`recommend_counts`), else CountLBP for the counts beside the steps
+        the rest would get."""
         plan = _count_plan(model)
         names = ", ".join(v.name for v in counts)
-        exact = plan.exact if plan.exact is not None and \
-            plan.exact.var_names == tuple(v.name for v in counts) else None
-        if plan.why is None and not discrete and continuous:
+        exact = plan.exact_ratios if not isinstance(plan, str) and \
+            plan.exact_ratios.var_names == tuple(v.name for v in counts) else None
+        if plan.step is CollapsedNUTS and not discrete and continuous:
             step = CollapsedNUTS(counts, continuous, model=model, initial_point=initial_point,
                                  compile_kwargs=compile_kwargs, exact_ratios=exact,
                                  **nuts_kwargs)
-            step.choice_reason = ("latent counts whose sites share no term: summed out over "
-                                  f"a window of {step.count_window.width} values for NUTS, "
-                                  "then drawn exactly")
-            _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
-                      names, ", ".join(v.name for v in continuous), step.choice_reason)
+            step.choice_reason = plan.reason
+            _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s "
+                      "(window of %d values read at set-up).", names,
+                      ", ".join(v.name for v in continuous), plan.reason,
+                      step.count_window.width)
             return step
         step = CountLBP(counts, model=model, initial_point=initial_point,
                         compile_kwargs=compile_kwargs, exact_ratios=exact, **step_kwargs)
-        why = plan.why or "the continuous variables are sampled by another step"
-        step.choice_reason = f"latent counts not summed out ({why}): locally balanced moves"
+        step.choice_reason = (plan.reason if plan.step is CountLBP else
+                              f"the counts of {names} are not summed out (the continuous "
+                              "variables are sampled by another step): locally balanced "
+                              "moves of each count")
         _log.info("pymc_discrete chose CountLBP for [%s]: %s.", names, step.choice_reason)
         rest = [*discrete, *continuous]
         if not rest:
@@ -287,9 +271,9 @@ class AutoStep(BlockedStep):
             pass
         if _is_count(var) and model is not None and var in model.free_RVs:
             plan = _count_plan(model)
-            if plan.exact is not None:
+            if not isinstance(plan, str):
                 return Competence.IDEAL
-            _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name, plan.why)
+            _log.info("pymc_discrete leaves %s to PyMC's own steps: %s.", var.name, plan)
             return Competence.INCOMPATIBLE
         if str(var.dtype).startswith(("int", "uint", "bool")):
             # a discrete variable the package's steps would refuse: PyMC's own step takes
@@ -301,9 +285,10 @@ class AutoStep(BlockedStep):
             return Competence.INCOMPATIBLE
         discrete = [model.rvs_to_values[v] for v in model.free_RVs if _is_discrete(v)]
         if not discrete:
-            counted = any(_is_count(v) for v in model.free_RVs)
-            if counted and _count_plan(model).why is None:
-                return Competence.PREFERRED
+            if any(_is_count(v) for v in model.free_RVs):
+                plan = _count_plan(model)
+                if not isinstance(plan, str) and plan.step is CollapsedNUTS:
+                    return Competence.PREFERRED
             return Competence.INCOMPATIBLE
         try:
             choice = _cached_recommendation(model, discrete, None, None)

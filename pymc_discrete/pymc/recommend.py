@@ -39,6 +39,11 @@ density, coloured so that sites of one colour share none) and picks
   colours as sites: a sweep would cost one evaluation per site), or when the structure
   cannot be read.
 
+Latent counts (Poisson, NegativeBinomial, Geometric) go to :func:`recommend_counts`:
+:class:`~pymc_discrete.pymc.collapse.CollapsedNUTS` sums them out over a checked window
+when they share no term and the model has continuous variables and no finite discrete
+ones, else :class:`~pymc_discrete.CountLBP` moves them.
+
 The policy only reads and decides; :mod:`~pymc_discrete.pymc.auto_step` builds what it
 chose when :func:`~pymc_discrete.register` lets PyMC assign the package's steps.
 """
@@ -50,13 +55,24 @@ from typing import NamedTuple
 import numpy as np
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
+from pymc.step_methods.compound import Competence
+from pymc.util import get_value_vars_from_user_vars
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.kernels.joint import JOINT_MAX_STATES, count_joint_states
 from pymc_discrete.pymc.albp import ALBP
 from pymc_discrete.pymc.chain import ChainGibbs, chain_layout
-from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible, collapsible, possible_values
+from pymc_discrete.pymc.collapse import (
+    CollapsedNUTS,
+    NotCollapsible,
+    collapsible,
+    count_exact_ratios,
+    count_problem,
+    possible_values,
+)
+from pymc_discrete.pymc.count_step import CountLBP
+from pymc_discrete.pymc.counts import is_count
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.gibbs import BlockedGibbs
 from pymc_discrete.pymc.joint import JointGibbs
@@ -72,6 +88,7 @@ from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 __all__ = [
     "Recommendation",
     "recommend",
+    "recommend_counts",
     "COLLAPSE_MAX_VALUES",
     "PAIRED_MAX_SITES",
     "SPIKE_CROSSED",
@@ -180,6 +197,59 @@ def _block(vars, model, initial_point):
     return value_vars, initial_point, support
 
 
+def recommend_counts(vars, model=None, initial_point=None,
+                     compile_kwargs: dict | None = None) -> Recommendation:
+    """Choose the step for a block of latent counts (Poisson, NegativeBinomial,
+    Geometric): :class:`CollapsedNUTS` when the counts share no term, the model has
+    continuous variables and no finite discrete ones, and the sum over their window costs
+    at most :data:`~pymc_discrete.pymc.collapse.MAX_SUMMED_TERMS` evaluations a gradient;
+    else :class:`~pymc_discrete.CountLBP`, with the reason.
+
+    Raises
+    ------
+    ValueError
+        If a variable of ``vars`` is not a latent count.
+    Exception
+        Whatever reading the counts' structure raised (the caller then leaves them to
+        PyMC).
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     n = pm.Poisson("n", 5.0, shape=3, initval=[4, 4, 4])
+    ...     y = pm.Binomial("y", n=n, p=p, observed=[3, 2, 1])
+    ...     choice = pmd.recommend([n])
+    >>> choice.step.__name__, choice.n_colours
+    ('CollapsedNUTS', 1)
+    """
+    model = modelcontext(model)
+    value_vars = get_value_vars_from_user_vars(vars, model)
+    not_counts = [v.name for v in value_vars if not is_count(model.values_to_rvs[v])]
+    if not_counts:
+        raise ValueError(f"recommend_counts takes latent counts only, not {not_counts}")
+    if initial_point is None:
+        initial_point = model.initial_point()
+    names = ", ".join(v.name for v in value_vars)
+    exact = count_exact_ratios(model, value_vars, initial_point, compile_kwargs)
+    n_sites, n_colours = exact.n_sites, exact.structure.n_colours
+    if any(ALBP.competence(rv) > Competence.INCOMPATIBLE for rv in model.free_RVs):
+        why = "the model has finite discrete variables too"
+    elif not model.continuous_value_vars:
+        why = "the model has no continuous variables to sum them out for"
+    else:
+        why = count_problem(model, value_vars, exact, initial_point)
+    if why is None:
+        return Recommendation(
+            CollapsedNUTS, f"the {n_sites} counts of {names} share no term: they are summed "
+            "out for NUTS over a window of values checked at every draw, then drawn "
+            "exactly", n_sites, n_colours, exact, None)
+    return Recommendation(
+        CountLBP, f"the counts of {names} are not summed out ({why}): locally balanced "
+        "moves of each count", n_sites, n_colours, exact, None)
+
+
 def recommend(vars=None, model=None, initial_point=None,
               compile_kwargs: dict | None = None) -> Recommendation:
     """Choose the step for a block of Bernoulli and Categorical variables from the
@@ -188,7 +258,8 @@ def recommend(vars=None, model=None, initial_point=None,
     Parameters
     ----------
     vars : list of random variables, optional
-        The block (default: every Bernoulli and Categorical free variable).
+        The block (default: every Bernoulli and Categorical free variable). A block of
+        latent counts goes to :func:`recommend_counts`.
     model : pymc.Model, optional
     initial_point : dict, optional
         Where to read the structure (default: the model's initial point).
@@ -209,6 +280,10 @@ def recommend(vars=None, model=None, initial_point=None,
     ('CollapsedNUTS', 1)
     """
     model = modelcontext(model)
+    if vars is not None:
+        rvs = [model.values_to_rvs.get(v, v) for v in np.atleast_1d(vars)]
+        if rvs and all(is_count(rv) for rv in rvs):
+            return recommend_counts(rvs, model, initial_point, compile_kwargs)
     value_vars, initial_point, support = _block(vars, model, initial_point)
     names = ", ".join(v.name for v in value_vars)
     n_sites = int(support.n_values.size)
