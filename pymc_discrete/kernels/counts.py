@@ -272,9 +272,12 @@ def count_lbp_step(table: np.ndarray, sizes: np.ndarray, uniforms: np.ndarray
         weights = np.where(allowed, np.exp(0.5 * (table[:, centre + offsets] - here[:, None])),
                            0.0)
     weights = np.where(np.isnan(weights), 0.0, weights)
-    z_here = weights.sum(axis=1)
     cdf = np.cumsum(weights, axis=1)
-    pick = np.minimum((cdf < uniforms[:, 0:1] * z_here[:, None]).sum(axis=1), offsets.size - 1)
+    z_here = cdf[:, -1]
+    # the last allowed move of every site: a uniform at the top of the cumulative weights
+    # must not pick past it (a move of weight 0)
+    last = offsets.size - 1 - np.argmax((weights > 0)[:, ::-1], axis=1)
+    pick = np.minimum((cdf < uniforms[:, 0:1] * z_here[:, None]).sum(axis=1), last)
     move = offsets[pick]
     rows = np.arange(n)
     there = table[rows, centre + move]

@@ -19,7 +19,7 @@ from pymc.step_methods.hmc import NUTS
 from pymc.step_methods.hmc.base_hmc import BaseHMC
 
 from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.collapse import CollapsedNUTS
+from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
 from pymc_discrete.pymc.count_step import CountLBP
 from pymc_discrete.pymc.counts import is_count
 from pymc_discrete.pymc.gibbs import BlockedGibbs
@@ -46,10 +46,6 @@ _RECOMMENDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _is_discrete(var) -> bool:
     return ALBP.competence(var) != Competence.INCOMPATIBLE
-
-
-def _is_count(var) -> bool:
-    return is_count(var)
 
 
 #: model -> (the model's named variables, the counts' Recommendation or why their
@@ -132,7 +128,7 @@ class AutoStep(BlockedStep):
             discrete = [v for v in value_vars if _is_discrete(model.values_to_rvs[v])]
             continuous = [v for v in value_vars if v not in discrete]
         counts = [] if vars is None else [v for v in value_vars
-                                          if _is_count(model.values_to_rvs[v])]
+                                          if is_count(model.values_to_rvs[v])]
         if counts:
             discrete = [v for v in discrete if v not in counts]
             continuous = [v for v in continuous if v not in counts]
@@ -175,24 +171,35 @@ class AutoStep(BlockedStep):
         the rest would get."""
         plan = _count_plan(model)
         names = ", ".join(v.name for v in counts)
-        exact = plan.exact_ratios if not isinstance(plan, str) and \
+        readable = not isinstance(plan, str)
+        exact = plan.exact_ratios if readable and \
             plan.exact_ratios.var_names == tuple(v.name for v in counts) else None
-        if plan.step is CollapsedNUTS and not discrete and continuous:
-            step = CollapsedNUTS(counts, continuous, model=model, initial_point=initial_point,
-                                 compile_kwargs=compile_kwargs, exact_ratios=exact,
-                                 **nuts_kwargs)
-            step.choice_reason = plan.reason
-            _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s "
-                      "(window of %d values read at set-up).", names,
-                      ", ".join(v.name for v in continuous), plan.reason,
-                      step.count_window.width)
-            return step
+        why = None
+        if readable and plan.step is CollapsedNUTS and not discrete and continuous \
+                and not step_kwargs:
+            try:
+                step = CollapsedNUTS(counts, continuous, model=model,
+                                     initial_point=initial_point,
+                                     compile_kwargs=compile_kwargs, exact_ratios=exact,
+                                     **nuts_kwargs)
+            except NotCollapsible as err:  # read again at pm.sample's initial point
+                why = str(err)
+            else:
+                step.choice_reason = plan.reason
+                _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s "
+                          "(window of %d values read at set-up).", names,
+                          ", ".join(v.name for v in continuous), plan.reason,
+                          step.count_window.width)
+                return step
         step = CountLBP(counts, model=model, initial_point=initial_point,
                         compile_kwargs=compile_kwargs, exact_ratios=exact, **step_kwargs)
-        step.choice_reason = (plan.reason if plan.step is CountLBP else
-                              f"the counts of {names} are not summed out (the continuous "
-                              "variables are sampled by another step): locally balanced "
-                              "moves of each count")
+        if why is None and readable and plan.step is CountLBP:
+            step.choice_reason = plan.reason
+        else:
+            why = why or ("options were given for the discrete step" if step_kwargs else
+                          "the continuous variables are sampled by another step")
+            step.choice_reason = (f"the counts of {names} are not summed out ({why}): "
+                                  "locally balanced moves of each count")
         _log.info("pymc_discrete chose CountLBP for [%s]: %s.", names, step.choice_reason)
         rest = [*discrete, *continuous]
         if not rest:
@@ -269,7 +276,7 @@ class AutoStep(BlockedStep):
             model = modelcontext(None)
         except TypeError:  # no model on the context stack: leave the variable to PyMC
             pass
-        if _is_count(var) and model is not None and var in model.free_RVs:
+        if is_count(var) and model is not None and var in model.free_RVs:
             plan = _count_plan(model)
             if not isinstance(plan, str):
                 return Competence.IDEAL
@@ -285,7 +292,7 @@ class AutoStep(BlockedStep):
             return Competence.INCOMPATIBLE
         discrete = [model.rvs_to_values[v] for v in model.free_RVs if _is_discrete(v)]
         if not discrete:
-            if any(_is_count(v) for v in model.free_RVs):
+            if any(is_count(v) for v in model.free_RVs):
                 plan = _count_plan(model)
                 if not isinstance(plan, str) and plan.step is CollapsedNUTS:
                     return Competence.PREFERRED

@@ -48,7 +48,7 @@ from pymc_discrete.kernels.counts import (
     tail_mass_bound,
     window_extension,
 )
-from pymc_discrete.pymc.counts import CountWindow
+from pymc_discrete.pymc.counts import CountWindow, colour_sums
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.stall import chain_index
 from pymc_discrete.pymc.terms import block_pieces
@@ -178,6 +178,7 @@ class CountDraw(ArrayStepShared):
                  blocked: bool = True, rng=None) -> None:
         super().__init__(vars, exact.shared, blocked, rng=rng)
         self._names = list(exact.var_names)
+        self._exact = exact
         self._sums = sums
         self._nuts = nuts
         self.tune = True
@@ -235,11 +236,38 @@ class CountDraw(ArrayStepShared):
                 return table
             wider = self.width + window_extension(table, tail)
             if wider + int(self._sums.window.lower.max()) > MAX_COUNT:
-                return table  # the bound stays above tolerance
+                from pymc_discrete.pymc.collapse import NotCollapsible
+
+                raise NotCollapsible(
+                    f"CollapsedNUTS: the conditional of some count of "
+                    f"{', '.join(self._names)} has not fallen below {tail:g} of its mass "
+                    f"within {MAX_COUNT} values at the current continuous values; sample "
+                    "the counts with pmd.CountLBP instead")
             self._set_width(wider)
+
+    def _check_lower_end(self, current: np.ndarray) -> None:
+        """Raise if a value just below a site's window has become possible: the sum
+        would leave it out (the counts' support moves with the continuous variables)."""
+        window = self._sums.window
+        below = window.lower - 1
+        sites = np.flatnonzero(below >= window.start)
+        if not sites.size:
+            return
+        sums = colour_sums(self._exact, current, sites, below[sites][None, :])[:, 0]
+        if np.any(sums > -np.inf):
+            from pymc_discrete.pymc.collapse import NotCollapsible
+
+            site = int(sites[np.argmax(sums > -np.inf)])
+            raise NotCollapsible(
+                f"CollapsedNUTS: at the current continuous values site {site} of "
+                f"{', '.join(self._names)} can take the value {int(below[site])}, below the "
+                "lowest value read at set-up: the counts' support depends on the continuous "
+                "variables. Sample them with pmd.CountLBP instead.")
 
     def astep(self, q0: RaveledVars):
         before = self.width
+        old = np.asarray(q0.data, dtype=np.int64)
+        self._check_lower_end(old)
         table = self._widened_table()
         width = table.shape[1]
         top = table.max(axis=1, keepdims=True)
@@ -247,7 +275,6 @@ class CountDraw(ArrayStepShared):
         u = self.rng.random(cdf.shape[0]) * cdf[:, -1]
         index = np.minimum((cdf < u[:, None]).sum(axis=1), width - 1)
         values = self._sums.window.lower + index
-        old = np.asarray(q0.data, dtype=np.int64)
         warning = None
         if width != before and not self.tune:
             chain = "a chain" if self._chain is None else f"chain {self._chain}"

@@ -30,7 +30,7 @@ from pymc_discrete.kernels.counts import (
     count_sizes,
     tune_count_sizes,
 )
-from pymc_discrete.pymc.counts import count_start, is_count, site_sums
+from pymc_discrete.pymc.counts import colour_sums, count_start, is_count
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.stall import StallWatch
 from pymc_discrete.pymc.validation import block_value_vars
@@ -100,8 +100,6 @@ class CountLBP(ArrayStepShared):
         super().__init__(block, exact.shared, blocked, rng=rng)
         #: the block's structure: which counts share terms (colours)
         self.exact_ratios = exact
-        self._offsets = (np.zeros(exact.n_sites, np.int64) if exact.offsets is None
-                         else exact.offsets)
         self._start = np.concatenate([
             np.full(int(np.size(initial_point[v.name])), count_start(model.values_to_rvs[v]))
             for v in block]).astype(np.int64)
@@ -132,13 +130,11 @@ class CountLBP(ArrayStepShared):
     def _colour_table(self, x: np.ndarray, sites: np.ndarray, big: int) -> np.ndarray:
         """Log conditional of every site of a colour at ``x - 2 big .. x + 2 big``."""
         shifts = np.arange(-2 * big, 2 * big + 1)
-        values = np.repeat(x[None, :], shifts.size, axis=0)
         moved = x[sites][None, :] + shifts[:, None]
-        # a value below the support would fail the model's parameter checks for the whole
-        # row: evaluate the lowest value there, and mark it impossible below
-        values[:, sites] = np.maximum(moved, self._start[sites][None, :])
-        sums = site_sums(self.exact_ratios.batch_terms(values - self._offsets[None, :]),
-                         self.exact_ratios)[sites]
+        # a value below the support is evaluated at the lowest value and marked impossible
+        # (a row whose checks fail for one count is re-read count by count: colour_sums)
+        rows = np.maximum(moved, self._start[sites][None, :])
+        sums = colour_sums(self.exact_ratios, x, sites, rows)
         return np.where((moved < self._start[sites][None, :]).T, -np.inf, sums)
 
     def astep(self, q0: RaveledVars):

@@ -17,8 +17,8 @@ from pytensor.tensor.random.basic import GeometricRV, NegBinomialRV, PoissonRV
 from pymc_discrete.kernels.counts import TAIL_MASS, count_window
 from pymc_discrete.pymc.exact import ExactRatios
 
-__all__ = ["COUNT_OPS", "CountWindow", "count_start", "is_count", "read_count_window",
-           "site_sums"]
+__all__ = ["COUNT_OPS", "CountWindow", "colour_sums", "count_start", "is_count",
+           "read_count_window", "site_sums"]
 
 #: integer variables of infinite support the package sums out as latent counts
 COUNT_OPS = (PoissonRV, NegBinomialRV, GeometricRV)
@@ -54,6 +54,8 @@ class CountWindow:
 
     Attributes
     ----------
+    start : int
+        The distribution's smallest value.
     lower : ndarray of int64, shape (N,)
         Every site's smallest possible value (from the data: a count below the largest
         count it produced is impossible), the same at every probe point.
@@ -64,7 +66,9 @@ class CountWindow:
         The tolerated mass beyond the window.
     """
 
-    def __init__(self, lower: np.ndarray, width: int, tail: float = TAIL_MASS) -> None:
+    def __init__(self, lower: np.ndarray, width: int, tail: float = TAIL_MASS,
+                 start: int = 0) -> None:
+        self.start = int(start)
         self.lower = np.asarray(lower, dtype=np.int64)
         self.width = int(width)
         self.tail = float(tail)
@@ -86,14 +90,63 @@ def site_sums(terms: np.ndarray, exact: ExactRatios) -> np.ndarray:
     return out
 
 
+#: sites evaluated at once when a row whose parameter checks failed is re-read site by site
+SINGLES_CHUNK = 256
+
+
+def colour_sums(exact: ExactRatios, base: np.ndarray, sites: np.ndarray,
+                rows: np.ndarray) -> np.ndarray:
+    """Every site of ``sites`` (sites sharing no term) summed over its terms, with those
+    sites set to each row of ``rows`` and the others at ``base``.
+
+    A parameter check that fails makes a whole row -inf (the batched terms cannot tell
+    which site failed it), which would hide the other sites' values in that row: such a
+    row is evaluated again one site at a time, each moved alone from ``base``.
+
+    Parameters
+    ----------
+    exact : ExactRatios
+    base : ndarray of int64, shape (N,)
+        Values of every site (a state of positive probability).
+    sites : ndarray of int64, shape (n,)
+    rows : ndarray of int64, shape (R, n)
+        Values of ``sites`` at each row.
+
+    Returns
+    -------
+    ndarray, shape (n, R)
+    """
+    offsets = np.zeros(exact.n_sites, np.int64) if exact.offsets is None else exact.offsets
+    base = np.asarray(base, dtype=np.int64)
+    sites = np.asarray(sites, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    states = np.repeat(base[None, :], rows.shape[0], axis=0)
+    states[:, sites] = rows
+    terms = exact.batch_terms(states - offsets[None, :])
+    out = site_sums(terms, exact)[sites]
+    if exact.checks_held:
+        return out
+    for r in np.flatnonzero(np.isneginf(terms).all(axis=1)):
+        for lo in range(0, sites.size, SINGLES_CHUNK):
+            part = sites[lo:lo + SINGLES_CHUNK]
+            singles = np.repeat(base[None, :], part.size, axis=0)
+            singles[np.arange(part.size), part] = rows[r, lo:lo + part.size]
+            alone = site_sums(exact.batch_terms(singles - offsets[None, :]), exact)
+            out[lo:lo + part.size, r] = alone[part, np.arange(part.size)]
+    return out
+
+
 def _site_logp(exact: ExactRatios):
     """``values (V,) -> (N, V)``: every site's terms summed with every site at each value
-    (the sites share no term, so each row gives every site's own conditional)."""
-    offsets = np.zeros(exact.n_sites, np.int64) if exact.offsets is None else exact.offsets
+    (the sites share no term, so each row gives every site's own conditional); a row
+    whose checks failed is read site by site from the initial values
+    (:func:`colour_sums`)."""
+    base = np.zeros(exact.n_sites, np.int64) if exact.offsets is None else exact.offsets
+    sites = np.arange(exact.n_sites)
 
     def site_logp(values: np.ndarray) -> np.ndarray:
-        states = np.asarray(values, np.int64)[:, None] - offsets[None, :]
-        return site_sums(exact.batch_terms(states), exact)
+        values = np.asarray(values, np.int64)
+        return colour_sums(exact, base, sites, np.repeat(values[:, None], sites.size, 1))
 
     return site_logp
 
@@ -152,5 +205,5 @@ def read_count_window(exact: ExactRatios, point: dict, start: int, tail: float =
     finally:
         for s, value in kept.items():
             s.set_value(value)
-    return CountWindow(lower, width, tail)
+    return CountWindow(lower, width, tail, start)
 

@@ -249,3 +249,80 @@ def test_n_mixture_phrasings_sum_out_to_the_same_density(phrasing, caplog):
     finally:
         pmd.unregister()
     assert "chose CollapsedNUTS for [N]" in caplog.text
+
+
+def _shifted_counts(p=None) -> pm.Model:
+    """Two counts whose Binomial has n = N - (0, 5): its check n >= 0 fails for N_1 < 5,
+    which makes a whole batched row -inf; N_0 from 1 up and N_1 from 6 up are possible."""
+    with pm.Model() as model:
+        q = pm.Beta("p", 2.0, 2.0) if p is None else p
+        n = pm.Poisson("N", np.array([4.0, 9.0]), initval=np.array([3, 8]))
+        pm.Binomial("y", n=n - np.array([0, 5]), p=q, observed=np.array([1, 1]))
+    return model
+
+
+def _shifted_exact(p_values, weights, top=120):
+    """P(N_0 = a, N_1 = b) for the model above, by enumeration x quadrature over p."""
+    from scipy.stats import poisson
+
+    values = np.arange(top)
+    joint = np.zeros((top, top))
+    for p, w in zip(p_values, weights):
+        a = poisson.logpmf(values, 4.0) + binom.logpmf(1, values, p)
+        b = poisson.logpmf(values, 9.0) + binom.logpmf(1, values - 5, p)
+        joint += w * np.exp(a[:, None] + b[None, :])
+    return joint / joint.sum()
+
+
+def test_a_check_failing_for_one_count_hides_no_other():
+    """The window's lower ends are read count by count where a row's checks fail
+    ((1, 6), not (5, 6)), and CollapsedNUTS's draws of (N_0, N_1) match the exact joint;
+    CountLBP's too with p fixed (its shifted rows fail the check for N_1 alone)."""
+    from scipy.stats import beta as beta_dist
+
+    nodes, weights = np.polynomial.legendre.leggauss(200)
+    p = 0.5 * (nodes + 1.0)
+    joint = _shifted_exact(p, 0.5 * weights * beta_dist.pdf(p, 2.0, 2.0))
+    model = _shifted_counts()
+    with model:
+        step = pmd.CollapsedNUTS([model["N"]])
+        np.testing.assert_array_equal(step.count_window.lower, [1, 6])
+        idata = pm.sample(2000, tune=500, chains=2, cores=1, step=step, random_seed=8,
+                          progressbar=False, compute_convergence_checks=False)
+    draws = idata.posterior["N"].values
+    _pairs_within_mcse(draws[..., 0], draws[..., 1], joint)
+
+    fixed = _shifted_counts(p=0.5)
+    with fixed:
+        idata = pm.sample(3000, tune=500, chains=2, cores=1, step=pmd.CountLBP(),
+                          random_seed=9, progressbar=False, compute_convergence_checks=False)
+    draws = idata.posterior["N"].values
+    _pairs_within_mcse(draws[..., 0], draws[..., 1], _shifted_exact([0.5], [1.0]))
+
+
+def test_register_falls_back_to_count_lbp_when_the_sum_is_refused_at_sample_time(caplog):
+    """The counts' plan is read at the model's initial point; a start given to pm.sample
+    where the window cannot be read (a count whose conditional has not fallen off within
+    the largest value scanned is impossible here, so a start where the sum is refused is
+    simulated by a window read that fails) falls back to CountLBP and says why, instead
+    of failing pm.sample."""
+    from pymc_discrete.pymc import collapse
+
+    model = _model("poisson")
+    original = collapse.read_count_window
+    calls = []
+
+    def refuse_at_sample_time(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:  # the plan's read passes, pm.sample's fails
+            raise ValueError("site 0 still holds more than the tolerated mass")
+        return original(*args, **kwargs)
+
+    collapse.read_count_window = refuse_at_sample_time
+    try:
+        idata = _registered_sample(model, caplog, draws=50, tune=50, cores=1, random_seed=2)
+    finally:
+        collapse.read_count_window = original
+    assert "chose CountLBP for [N]" in caplog.text
+    assert "still holds more than the tolerated mass" in caplog.text
+    assert (idata.posterior["N"].values >= Y.max(axis=1)).all()
