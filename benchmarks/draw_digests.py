@@ -83,6 +83,7 @@ from typing import Any
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import (
@@ -159,6 +160,44 @@ def gaussian_3d() -> pm.Model:
     return model
 
 
+def n_mixture_small(sites: int = 12, visits: int = 3, seed: int = 0) -> pm.Model:
+    """An N-mixture model: Poisson abundances ``N`` (latent counts) counted with Binomial
+    error at every visit, a site covariate in the log rate."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=sites)
+    y = rng.binomial(rng.poisson(np.exp(1.5 + 0.5 * x))[:, None], 0.5, size=(sites, visits))
+    with pm.Model() as model:
+        b0 = pm.Normal("b0", 0.0, 2.0)
+        b1 = pm.Normal("b1", 0.0, 2.0)
+        p = pm.Beta("p", 1.0, 1.0)
+        n = pm.Poisson("N", pm.math.exp(b0 + b1 * x), initval=y.max(axis=1) + 1)
+        pm.Binomial("y", n=n[:, None], p=p, observed=y)
+    return model
+
+
+def coupled_counts() -> pm.Model:
+    """Two Poisson counts tied by a Potential (two colours, nothing continuous)."""
+    with pm.Model() as model:
+        n = pm.Poisson("N", np.array([6.0, 25.0]), initval=np.array([1, 1]))
+        pm.Potential("tie", -((n[0] - n[1] + 10.0) ** 2) / 20.0)
+    return model
+
+
+def small_hmm(steps: int = 30, seed: int = 0) -> pm.Model:
+    """A sticky two-state chain with free state means (the transitions a Potential)."""
+    rng = np.random.default_rng(seed)
+    states = np.repeat([0, 1, 0], [10, 10, steps - 20])
+    y = rng.normal(np.array([-1.0, 1.0])[states], 0.8)
+    log_p = np.log(np.array([[0.9, 0.1], [0.1, 0.9]]))
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.array([0.5, 0.5]), shape=steps)
+        mu = pm.Normal("mu", 0.0, 2.0, shape=2, transform=pm.distributions.transforms.ordered,
+                       initval=np.array([-0.5, 0.5]))
+        pm.Potential("chain", pm.math.sum(pt.as_tensor(log_p)[z[:-1], z[1:]]))
+        pm.Normal("y", mu[z], 0.8, observed=y)
+    return model
+
+
 # ---- step modes --------------------------------------------------------------------------
 def _albp(**kwargs: Any) -> Steps:
     return lambda m: [pmd.ALBP([m["x"]], model=m, **kwargs)]
@@ -230,6 +269,12 @@ def cases() -> list[Case]:
     out.append(Case("ising8/registered", lambda: ising_model(8, "C2", seed=0), None,
                     register=True))
     out.append(Case("mixture/registered+nuts", binary_mixture, None, register=True))
+    out.append(Case("nmixture/registered", n_mixture_small, None, register=True,
+                    discrete="N"))
+    out.append(Case("counts/countlbp", coupled_counts, lambda m: [pmd.CountLBP(model=m)],
+                    discrete="N"))
+    out.append(Case("hmm/collapsed-chain", small_hmm,
+                    lambda m: [pmd.CollapsedNUTS([m["z"]], model=m)], discrete="z"))
     return out
 
 
