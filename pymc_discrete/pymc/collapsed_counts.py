@@ -135,11 +135,24 @@ class CountSum:
                                       + top).sum()
         return pt.switch(held, total, -np.inf), pt.switch(held, per_site, -np.inf)
 
+    def below_graphs(self) -> tuple[Variable, Variable]:
+        """Every site's terms at the value just below its window (its lowest value where
+        the window starts at the distribution's), and whether the checks held there."""
+        from pymc_discrete.pymc.collapse import site_sums_graph
+
+        below = np.maximum(self.window.lower - 1, self.window.start)[None, :]
+        per_site, _, held = site_sums_graph(self._model, self._value_vars, self._point,
+                                            self._exact, below)
+        return per_site[:, 0], held
+
     def functions(self, width: int) -> tuple:
-        """``(logp_dlogp, table)`` compiled at ``grid_width(width)`` (kept for later)."""
+        """``(logp_dlogp, table)`` compiled at ``grid_width(width)`` (kept for later);
+        ``table()`` returns the (N, W) table, the terms just below the window (N,) and
+        whether the checks held there."""
         width = grid_width(width)
         if width not in self._compiled:
             marginal, table = self.graphs(width)
+            below, below_held = self.below_graphs()
             inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
             extra = {v: self._point[v.name] for v in self._model.value_vars
                      if v in inputs and v not in self._continuous}
@@ -147,7 +160,8 @@ class CountSum:
                                            model=self._model, initial_point=self._point,
                                            ravel_inputs=True, **self._compile_kwargs)
             logp_dlogp.trust_input = True
-            table_fn = pm_compile([], clone_replace(table, self._exact.shared),
+            table_fn = pm_compile([], clone_replace([table, below, below_held],
+                                                    self._exact.shared),
                                   **self._compile_kwargs)
             table_fn.trust_input = True
             self._compiled[width] = (logp_dlogp, table_fn)
@@ -218,12 +232,16 @@ class CountDraw(ArrayStepShared):
         self._needed = []
         super().stop_tuning()
 
-    def _widened_table(self) -> np.ndarray:
-        """The conditional table, after widening the window while its tail bound is above
-        the tolerance."""
+    def _widened_table(self, current: np.ndarray) -> np.ndarray:
+        """The conditional table, after checking the window's lower end and widening the
+        window while its tail bound is above the tolerance."""
         tail = self._sums.window.tail
+        checked = False
         while True:
-            table = self._table()
+            table, below, below_held = self._table()
+            if not checked:
+                self._check_lower_end(current, below, bool(below_held))
+                checked = True
             if np.isnan(table).any() or not np.isfinite(table[:, 0]).all():
                 from pymc_discrete.pymc.collapse import NotCollapsible
 
@@ -245,15 +263,20 @@ class CountDraw(ArrayStepShared):
                     "the counts with pmd.CountLBP instead")
             self._set_width(wider)
 
-    def _check_lower_end(self, current: np.ndarray) -> None:
+    def _check_lower_end(self, current: np.ndarray, terms: np.ndarray, held: bool) -> None:
         """Raise if a value just below a site's window has become possible: the sum
-        would leave it out (the counts' support moves with the continuous variables)."""
+        would leave it out (the counts' support moves with the continuous variables).
+        ``terms`` are every site's terms there, from the table's call; where a check
+        failed (any site's), the sites are read one by one (:func:`colour_sums`)."""
         window = self._sums.window
         below = window.lower - 1
         sites = np.flatnonzero(below >= window.start)
         if not sites.size:
             return
-        sums = colour_sums(self._exact, current, sites, below[sites][None, :])[:, 0]
+        if held:
+            sums = np.asarray(terms)[sites]
+        else:
+            sums = colour_sums(self._exact, current, sites, below[sites][None, :])[:, 0]
         if np.any(sums > -np.inf):
             from pymc_discrete.pymc.collapse import NotCollapsible
 
@@ -267,8 +290,7 @@ class CountDraw(ArrayStepShared):
     def astep(self, q0: RaveledVars):
         before = self.width
         old = np.asarray(q0.data, dtype=np.int64)
-        self._check_lower_end(old)
-        table = self._widened_table()
+        table = self._widened_table(old)
         width = table.shape[1]
         top = table.max(axis=1, keepdims=True)
         cdf = np.cumsum(np.exp(table - top), axis=1)

@@ -326,3 +326,20 @@ def test_register_falls_back_to_count_lbp_when_the_sum_is_refused_at_sample_time
     assert "chose CountLBP for [N]" in caplog.text
     assert "still holds more than the tolerated mass" in caplog.text
     assert (idata.posterior["N"].values >= Y.max(axis=1)).all()
+
+
+def test_a_value_below_the_window_that_becomes_possible_stops_the_run():
+    """The draw checks the value just below every window at each draw: finite there
+    means the counts' support moved with the continuous variables, and the run stops
+    naming the site; where the row's checks failed it is read site by site (here:
+    impossible, so nothing is raised)."""
+    model = _model("poisson")
+    with model:
+        step = pmd.CollapsedNUTS([model["N"]])
+    draw = step.methods[1]
+    current = Y.max(axis=1) + 1
+    np.testing.assert_array_equal(step.count_window.lower, Y.max(axis=1))
+    with pytest.raises(NotCollapsible, match="site 1 of N can take the value 5"):
+        draw._check_lower_end(current, np.array([-np.inf, -1.5]), True)
+    draw._check_lower_end(current, np.array([-np.inf, -np.inf]), True)
+    draw._check_lower_end(current, np.zeros(2), False)  # re-read: both impossible
