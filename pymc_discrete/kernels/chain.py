@@ -40,6 +40,7 @@ __all__ = [
     "forward_filter",
     "init_chain_state",
     "pair_states",
+    "table_terms",
     "unary_states",
     "unary_tables",
 ]
@@ -250,32 +251,43 @@ def unary_tables(terms: np.ndarray, layout: ChainLayout, n_values: np.ndarray) -
     return unary
 
 
-def _scatter(layout: ChainLayout) -> list:
-    """Per parity, sparse (positions x terms) matrices that add the terms into the pair
-    table, into the unary table as a pair's first position, and as the last position
-    (None where no term goes), then the matrix of every unary term: built once per
-    layout."""
-    cached = _SCATTERS.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
+def table_terms(layout: ChainLayout) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per parity of the :func:`pair_states` rows (even, then odd): the terms read there
+    into the pair table, into the unary table as a pair's first position (rows with
+    b = 0), and as the chain's last position (rows with a = 0); index arrays into the
+    terms, each going to its ``layout.term_position``."""
     n = layout.order.size
-    m = layout.term_position.size
     position, is_pair = layout.term_position, layout.term_pair
-
-    def matrix(mask: np.ndarray, rows: int):
-        terms = np.flatnonzero(mask)
-        if not terms.size:
-            return None
-        return sp.csr_array((np.ones(terms.size), (position[terms], terms)), shape=(rows, m))
-
     out = []
     for parity in (0, 1):
         mine = position % 2 == parity
         first = ~is_pair & mine & ((position < n - 1) | (n == 1))
         last = ~is_pair & (position == n - 1) & (n > 1) & ((position - 1) % 2 == parity)
-        out.append((matrix(is_pair & mine, max(n - 1, 1)), matrix(first, n),
-                    matrix(last, n)))
-    out.append(matrix(~is_pair, n))  # every unary term, for unary_tables
+        out.append((np.flatnonzero(is_pair & mine), np.flatnonzero(first),
+                    np.flatnonzero(last)))
+    return out
+
+
+def _scatter(layout: ChainLayout) -> list:
+    """Per parity, sparse (positions x terms) matrices that add the terms of
+    :func:`table_terms` into the pair table, into the unary table as a pair's first
+    position, and as the last position (None where no term goes), then the matrix of
+    every unary term: built once per layout."""
+    cached = _SCATTERS.get(id(layout))
+    if cached is not None and cached[0] is layout:
+        return cached[1]
+    n = layout.order.size
+    m = layout.term_position.size
+    position = layout.term_position
+
+    def matrix(terms: np.ndarray, rows: int):
+        if not terms.size:
+            return None
+        return sp.csr_array((np.ones(terms.size), (position[terms], terms)), shape=(rows, m))
+
+    out = [(matrix(pairs, max(n - 1, 1)), matrix(firsts, n), matrix(lasts, n))
+           for pairs, firsts, lasts in table_terms(layout)]
+    out.append(matrix(np.flatnonzero(~layout.term_pair), n))  # for unary_tables
     if len(_SCATTERS) >= 64:  # the layouts of steps long gone
         _SCATTERS.clear()
     _SCATTERS[id(layout)] = (layout, out)

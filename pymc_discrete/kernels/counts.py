@@ -46,6 +46,16 @@ def _logsumexp_rows(table: np.ndarray) -> np.ndarray:
         return np.log(np.exp(table - safe[:, None]).sum(axis=1)) + safe
 
 
+def _end_bound(value: np.ndarray, before: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """``p(h) r / (1 - r)`` for windows ending at a value of log density ``value``, the
+    one before it ``before``, the row's log mass ``total`` (inf where ``r >= 1``)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_r = value - before
+        r = np.exp(np.minimum(log_r, 0.0))
+        bound = np.exp(value - total) * r / (1.0 - r)
+    return np.where(log_r >= 0.0, np.inf, bound)
+
+
 def tail_mass_bound(table: np.ndarray) -> np.ndarray:
     """Upper bound on every site's conditional mass beyond the window, relative to the
     mass in it, assuming log-concavity beyond the window (module docstring).
@@ -77,13 +87,8 @@ def tail_mass_bound(table: np.ndarray) -> np.ndarray:
     table = np.asarray(table, dtype=np.float64)
     if table.shape[1] < 2:
         return np.where(np.isfinite(table[:, -1]), np.inf, 0.0)
-    last, before = table[:, -1], table[:, -2]
-    total = _logsumexp_rows(table)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        log_r = last - before
-        r = np.exp(np.minimum(log_r, 0.0))
-        bound = np.exp(last - total) * r / (1.0 - r)
-    bound = np.where(log_r >= 0.0, np.inf, bound)
+    last = table[:, -1]
+    bound = _end_bound(last, table[:, -2], _logsumexp_rows(table))
     return np.where(np.isneginf(last), 0.0, bound)
 
 
@@ -157,13 +162,9 @@ def _shortest_ends(table: np.ndarray, tail: float
     if width < 2:
         return np.zeros(n, bool), first, first
     total = _logsumexp_rows(np.where(finite, table, -np.inf))
-    index = np.arange(1, width)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        log_r = np.diff(table, axis=1)  # at value index 1 .. W - 1
-        r = np.exp(np.minimum(log_r, 0.0))
-        bound = np.exp(table[:, 1:] - total[:, None]) * r / (1.0 - r)
+    index = np.arange(1, width)[None, :]  # every end at value index 1 .. W - 1
+    bound = _end_bound(table[:, 1:], table[:, :-1], total[:, None])
     bound = np.where(np.isneginf(table[:, 1:]) & (index > first[:, None]), 0.0, bound)
-    bound = np.where(log_r >= 0.0, np.inf, bound)
     ok = (bound <= tail) & (index > first[:, None])
     return has & ok.any(axis=1), first, np.argmax(ok, axis=1) + 1
 

@@ -129,8 +129,7 @@ class AutoStep(BlockedStep):
             continuous = [v for v in value_vars if v not in discrete]
         counts = [] if vars is None else [v for v in value_vars
                                           if is_count(model.values_to_rvs[v])]
-        if counts:
-            discrete = [v for v in discrete if v not in counts]
+        if counts:  # not finite discrete variables: they were put with the continuous
             continuous = [v for v in continuous if v not in counts]
             return cls._count_steps(model, counts, discrete, continuous, initial_point,
                                     compile_kwargs, nuts_kwargs, step_kwargs)

@@ -199,9 +199,8 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
         A point of the model (the block's shapes).
     exact : ExactRatios
         The block's structure.
-    values : ndarray of int, shape (K, N), or a symbolic (K, N) integer matrix
-        The block's values (offsets included) at each of the K states (symbolic: a window
-        of latent counts whose width may change between calls).
+    values : ndarray of int, shape (K, N)
+        The block's values (offsets included) at each of the K states.
 
     Returns
     -------
@@ -214,12 +213,11 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
         Boolean scalar: whether every parameter check of the pieces holds at every state.
     """
     pieces, _ = block_pieces(model, value_vars)
-    symbolic = isinstance(values, Variable)
-    k, n = (values.shape[0], exact.n_sites) if symbolic else values.shape
+    k, n = values.shape
     # piece by piece: a piece whose elements follow the sites (one each, or a row or a
     # column each) sums by a reshape, with no scatter to differentiate through
     unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
-    if not symbolic and k <= SEPARATE_STATES_MAX:
+    if k <= SEPARATE_STATES_MAX:
         # one copy of the graph per state: where every site takes the same value v, the
         # block is a constant fill of v, which PyTensor's rewrites push out of the
         # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
@@ -244,9 +242,8 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
         for var in value_vars:
             shape = np.shape(point[var.name])
             size = int(np.prod(shape, dtype=np.int64))
-            rows = (values[:, lo:lo + size] if symbolic
-                    else pt.constant(values[:, lo:lo + size]))
-            replace[var] = rows.reshape((k, *shape)).astype(var.type.dtype)
+            replace[var] = pt.constant(
+                values[:, lo:lo + size].reshape((k, *shape)).astype(var.type.dtype))
             lo += size
         batched = vectorize_graph([*unchecked, *helds], replace=replace)
     owner = _site_of_term(exact)
@@ -295,11 +292,28 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
     index = np.where(possible.T, np.arange(k)[:, None], fallback[None, :])  # (K, N)
     values = index + (0 if exact.offsets is None else exact.offsets[None, :])
     per_site, loose_total, held = site_sums_graph(model, value_vars, point, exact, values)
-    per_site = pt.switch(possible, per_site, -np.inf)
+    return summed_out(rest + loose_total, pt.switch(possible, per_site, -np.inf), held)
+
+
+def summed_out(rest: Variable, per_site: Variable, held: Variable) -> Variable:
+    """``rest + sum_i logsumexp_v per_site[i, v]``, or -inf where a check failed."""
     top = pt.max(per_site, axis=1)
     sums = pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
-    total = rest + loose_total + sums.sum()
-    return pt.switch(held, total, -np.inf)
+    return pt.switch(held, rest + sums.sum(), -np.inf)
+
+
+def marginal_logp_dlogp(model, marginal: Variable, continuous: Sequence[Variable],
+                        point: dict, compile_kwargs: dict | None = None) -> ValueGradFunction:
+    """``marginal`` and its gradient in the continuous variables, compiled for NUTS (the
+    other variables it reads become shared inputs, set from the point every step)."""
+    inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
+    extra = {v: point[v.name] for v in model.value_vars
+             if v in inputs and v not in continuous}
+    logp_dlogp = ValueGradFunction([marginal], list(continuous), extra, model=model,
+                                   initial_point=point, ravel_inputs=True,
+                                   **(compile_kwargs or {}))
+    logp_dlogp.trust_input = True
+    return logp_dlogp
 
 
 class _MarginalNUTS(NUTS):
@@ -528,13 +542,8 @@ class CollapsedNUTS(CompoundStep):
                        nuts_kwargs) -> NUTS:
         """NUTS on ``marginal``, a density of the continuous variables (and of other
         variables it reads, held as shared inputs)."""
-        inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
-        extra = {v: initial_point[v.name] for v in model.value_vars
-                 if v in inputs and v not in continuous}
-        logp_dlogp = ValueGradFunction([marginal], list(continuous), extra, model=model,
-                                       initial_point=initial_point, ravel_inputs=True,
-                                       **(compile_kwargs or {}))
-        logp_dlogp.trust_input = True
+        logp_dlogp = marginal_logp_dlogp(model, marginal, continuous, initial_point,
+                                         compile_kwargs)
         return _MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
                              initial_point=initial_point, **nuts_kwargs)
 

@@ -25,7 +25,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import vectorize_graph
 
-from pymc_discrete.kernels.chain import ChainLayout, pair_states
+from pymc_discrete.kernels.chain import ChainLayout, pair_states, table_terms
 from pymc_discrete.pymc.exact import ExactRatios
 from pymc_discrete.pymc.terms import block_pieces, without_checks
 
@@ -58,26 +58,22 @@ def forward_log_normaliser(unary: Variable, pair: Variable) -> Variable:
 def _tables(terms: Variable, layout: ChainLayout, k: int,
             n_values: np.ndarray) -> tuple[Variable, Variable]:
     """The unary and pair tables as graphs of the terms at the pair states (rows, M),
-    term for term as :func:`~pymc_discrete.kernels.chain.chain_tables` adds them."""
+    term for term as :func:`~pymc_discrete.kernels.chain.chain_tables` adds them (the
+    same :func:`~pymc_discrete.kernels.chain.table_terms`)."""
     n = layout.order.size
     k2 = k * k
-    position, is_pair = layout.term_position, layout.term_pair
+    position = layout.term_position
     unary = pt.zeros((n, k), dtype="float64")
     pair = pt.zeros((max(n - 1, 1), k, k), dtype="float64")
     b_is_0 = np.flatnonzero(np.arange(k2) % k == 0)  # rows listing a, with b = 0
     a_is_0 = np.flatnonzero(np.arange(k2) < k)  # rows listing b, with a = 0
-    for parity in (0, 1):
+    for parity, (pairs, first, last) in enumerate(table_terms(layout)):
         rows = terms[parity * k2:(parity + 1) * k2]
-        mine = position % 2 == parity
-        pairs = np.flatnonzero(is_pair & mine)
         if pairs.size:
             pair = pt.inc_subtensor(pair[position[pairs]],
                                     rows[:, pairs].T.reshape((pairs.size, k, k)))
-        first = np.flatnonzero(~is_pair & mine & ((position < n - 1) | (n == 1)))
         if first.size:
             unary = pt.inc_subtensor(unary[position[first]], rows[b_is_0][:, first].T)
-        last = np.flatnonzero(~is_pair & (position == n - 1) & (n > 1)
-                              & ((position - 1) % 2 == parity))
         if last.size:
             unary = pt.inc_subtensor(unary[position[last]], rows[a_is_0][:, last].T)
     missing = np.arange(k)[None, :] >= n_values[layout.order][:, None]

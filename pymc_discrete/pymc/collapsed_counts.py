@@ -33,14 +33,12 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
-from pymc.model.core import ValueGradFunction
 from pymc.pytensorf import compile as pm_compile
 from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.hmc.integration import CpuLeapfrogIntegrator
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
-from pytensor.graph.traversal import graph_inputs
 
 from pymc_discrete.kernels.counts import (
     MAX_COUNT,
@@ -124,16 +122,14 @@ class CountSum:
 
     def graphs(self, width: int) -> tuple[Variable, Variable]:
         """The marginal (scalar) and the table (N, W) at ``width``, as graphs."""
-        from pymc_discrete.pymc.collapse import site_sums_graph
+        from pymc_discrete.pymc.collapse import site_sums_graph, summed_out
 
         values = np.arange(width, dtype=np.int64)[:, None] + self.window.lower[None, :]
         _, rest = block_pieces(self._model, self._value_vars)
         per_site, loose_total, held = site_sums_graph(self._model, self._value_vars,
                                                       self._point, self._exact, values)
-        top = pt.max(per_site, axis=1)
-        total = rest + loose_total + (pt.log(pt.exp(per_site - top[:, None]).sum(axis=1))
-                                      + top).sum()
-        return pt.switch(held, total, -np.inf), pt.switch(held, per_site, -np.inf)
+        return (summed_out(rest + loose_total, per_site, held),
+                pt.switch(held, per_site, -np.inf))
 
     def below_graphs(self) -> tuple[Variable, Variable]:
         """Every site's terms at the value just below its window (its lowest value where
@@ -149,17 +145,14 @@ class CountSum:
         """``(logp_dlogp, table)`` compiled at ``grid_width(width)`` (kept for later);
         ``table()`` returns the (N, W) table, the terms just below the window (N,) and
         whether the checks held there."""
+        from pymc_discrete.pymc.collapse import marginal_logp_dlogp
+
         width = grid_width(width)
         if width not in self._compiled:
             marginal, table = self.graphs(width)
             below, below_held = self.below_graphs()
-            inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
-            extra = {v: self._point[v.name] for v in self._model.value_vars
-                     if v in inputs and v not in self._continuous}
-            logp_dlogp = ValueGradFunction([marginal], self._continuous, extra,
-                                           model=self._model, initial_point=self._point,
-                                           ravel_inputs=True, **self._compile_kwargs)
-            logp_dlogp.trust_input = True
+            logp_dlogp = marginal_logp_dlogp(self._model, marginal, self._continuous,
+                                             self._point, self._compile_kwargs)
             table_fn = pm_compile([], clone_replace([table, below, below_held],
                                                     self._exact.shared),
                                   **self._compile_kwargs)
