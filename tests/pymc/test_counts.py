@@ -343,3 +343,17 @@ def test_a_value_below_the_window_that_becomes_possible_stops_the_run():
         draw._check_lower_end(current, np.array([-np.inf, -1.5]), True)
     draw._check_lower_end(current, np.array([-np.inf, -np.inf]), True)
     draw._check_lower_end(current, np.zeros(2), False)  # re-read: both impossible
+
+
+def test_register_default_draws_the_joint_posterior(caplog):
+    """What a user gets with no options: register() + pm.sample() on the two-abundance
+    model, every (N_0, N_1) pair of probability >= 0.005 and E[p] within 4 MCSE of
+    enumeration x quadrature."""
+    joint, mean_p = _exact("poisson")
+    idata = _registered_sample(_model("poisson"), caplog, draws=2000, tune=500, cores=1,
+                               random_seed=6)
+    assert "chose CollapsedNUTS for [N]" in caplog.text
+    n = idata.posterior["N"].values
+    _pairs_within_mcse(n[..., 0], n[..., 1], joint)
+    p = idata.posterior["p"].values
+    assert abs(p.mean() - mean_p) <= N_MCSE * float(az.mcse(p)), (p.mean(), mean_p)
