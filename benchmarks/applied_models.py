@@ -114,6 +114,9 @@ class AppliedModel:
     numpyro_start : callable or None
         Maps one dict of ``start`` to the NumPyro model's discrete sites (None: the
         same names and values).
+    best_label : str
+        What ``best_steps`` is, for the tables ("BlockedGibbs": data augmentation; on
+        the HMM and the N-mixture model, the alternative to ``register()``'s choice).
     exact_means : callable or None
         Zero-argument function giving the exact posterior mean of every continuous
         element (named like ``beta[0]``) and every summary, where they can be computed
@@ -136,6 +139,7 @@ class AppliedModel:
     numpyro_model: Callable[[], Callable] | None = None
     numpyro_start: Callable[[dict], dict] | None = None
     exact_means: Callable[[], dict[str, float]] | None = None
+    best_label: str = "BlockedGibbs"
 
 
 def albp_exact(names: list[str]) -> Callable[[pm.Model], list]:
@@ -143,6 +147,25 @@ def albp_exact(names: list[str]) -> Callable[[pm.Model], list]:
 
     def steps(model: pm.Model) -> list:
         return [pmd.ALBP([model[n] for n in names], proposal="exact")]
+
+    return steps
+
+
+def collapsed_nuts(names: list[str]) -> Callable[[pm.Model], list]:
+    """One CollapsedNUTS over the discrete variables ``names``: summed out for NUTS (a
+    chain by the forward algorithm), then drawn exactly."""
+
+    def steps(model: pm.Model) -> list:
+        return [pmd.CollapsedNUTS([model[n] for n in names])]
+
+    return steps
+
+
+def count_lbp(names: list[str]) -> Callable[[pm.Model], list]:
+    """One CountLBP over the latent counts ``names`` (NUTS for the rest)."""
+
+    def steps(model: pm.Model) -> list:
+        return [pmd.CountLBP([model[n] for n in names])]
 
     return steps
 
@@ -1095,7 +1118,7 @@ def gaussian_hmm(T: int = 300, y: np.ndarray | None = None,
         model=model, marginal=marginal, continuous=["mu", "sigma"], discrete=["z"],
         summaries=summaries, marginal_summaries=marginal_summaries,
         headline=["switches", *(f"occupancy[{j}]" for j in range(k))],
-        best_steps=blocked_gibbs(["z"]), start=start,
+        best_steps=collapsed_nuts(["z"]), best_label="CollapsedNUTS", start=start,
         numpyro_model=lambda: _numpyro_hmm(y, log_P),
     )
 
@@ -1271,7 +1294,7 @@ def n_mixture(x: np.ndarray | None = None, y: np.ndarray | None = None,
         model=model, marginal=marginal, continuous=["b0", "b1", "p"], discrete=["N"],
         summaries={"N_total": lambda draws: draws["N"].sum(-1).astype(float)},
         marginal_summaries=marginal_summaries, headline=["N_total"],
-        best_steps=blocked_gibbs(["N"]), start=start,
+        best_steps=count_lbp(["N"]), best_label="CountLBP", start=start,
     )
 
 

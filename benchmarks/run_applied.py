@@ -12,7 +12,9 @@ row of the table, not the end of the run:
 3. **pymc-discrete BlockedGibbs**: ``pm.sample(step=applied.best_steps(model))``, the
    rest assigned by PyMC (NUTS): data augmentation, the discrete block swept by exact
    conditional draws between NUTS steps on the continuous variables (where ``register()``
-   sums such blocks out, the alternative to its choice);
+   sums such blocks out, the alternative to its choice); on the HMM, CollapsedNUTS (the
+   chain summed out by the forward algorithm, the alternative to ``register()``'s
+   ChainGibbs), on the N-mixture model, CountLBP (the alternative to summing out);
 4. **marginalised NUTS**: the model with its discrete variables summed out,
    ``pm.sample(init="adapt_diag")`` (NUTS alone, started where the other runs start the
    continuous variables: see below), run with 4x the draws: it is also the
@@ -364,6 +366,11 @@ def numpyro_density_mismatch(applied: AppliedModel, seed: int) -> str | None:
     return f"failed: NumPyro's log density {ours!r} differs from PyMC's {theirs!r}"
 
 
+def best_variant(applied: AppliedModel) -> str:
+    """The name of the third variant's row: ``applied.best_steps`` by its label."""
+    return f"pymc-discrete {applied.best_label}"
+
+
 def run_model(applied: AppliedModel, *, draws: int, tune: int, ref_draws: int,
               chains: int, seed: int, numpyro: bool) -> list[Run]:
     """Every variant on one model; the reference (marginalised NUTS) first."""
@@ -372,7 +379,8 @@ def run_model(applied: AppliedModel, *, draws: int, tune: int, ref_draws: int,
         run_pymc(MARGINAL, applied, marginal=True, draws=ref_draws, **common),
         run_pymc(PYMC_DEFAULT, applied, before=pmd.unregister, draws=draws, **common),
         run_pymc(PMD_DEFAULT, applied, before=pmd.register, draws=draws, **common),
-        run_pymc(PMD_BEST, applied, make_step=applied.best_steps, draws=draws, **common),
+        run_pymc(best_variant(applied), applied, make_step=applied.best_steps, draws=draws,
+                 **common),
     ]
     if numpyro:
         runs.append(run_numpyro(applied, draws=draws, **common))
@@ -713,10 +721,13 @@ def summary_table(results: list[ModelResult]) -> str:
 METHOD = """Each model is sampled five ways: PyMC's default (`pmd.unregister()`, then plain
 `pm.sample()`), the package's default use (`pmd.register()`, then plain `pm.sample()`:
 CollapsedNUTS where the discrete block sums out site by site, the package's best option
-there; PairedFlip with NUTS where a 0/1 indicator switches coefficients; ChainGibbs, a
-forward-filtering backward-sampling draw of the whole chain, with NUTS on the HMM), data
-augmentation with `step=[pmd.BlockedGibbs([...])]` and NUTS for the rest, the model with its discrete variables summed out by hand (NUTS alone; the
-**reference**, run with {ref_factor}x the draws) and NumPyro's `DiscreteHMCGibbs` (a
+there, and on the N-mixture model's latent counts; PairedFlip with NUTS where a 0/1
+indicator switches coefficients; ChainGibbs, a forward-filtering backward-sampling draw
+of the whole chain, with NUTS on the HMM), data augmentation with
+`step=[pmd.BlockedGibbs([...])]` and NUTS for the rest (on the HMM `pmd.CollapsedNUTS`
+instead, the chain summed out by the forward algorithm; on the N-mixture model
+`pmd.CountLBP`, the counts moved by a locally balanced step), the model with its
+discrete variables summed out by hand (NUTS alone; the **reference**, run with {ref_factor}x the draws) and NumPyro's `DiscreteHMCGibbs` (a
 Gibbs sweep of the discrete sites and a NUTS step per iteration; float32, NumPyro's
 default). Every variant runs once per seed ({n_seeds} seeds: {seeds}; the variants of one
 seed one after the other, then the next seed), {chains} chains one after the other,

@@ -34,6 +34,7 @@ from pymc_discrete.kernels.jit import njit_cached
 __all__ = [
     "ChainLayout",
     "ChainState",
+    "chain_marginals",
     "chain_order",
     "chain_tables",
     "ffbs",
@@ -355,6 +356,91 @@ def _backward(alpha: np.ndarray, pair: np.ndarray, uniforms: np.ndarray) -> np.n
             logits[a] = alpha[p, a] + pair[p, a, z[p + 1]]
         z[p] = _draw_categorical(logits, uniforms[p])
     return z
+
+
+@njit_cached
+def _logsumexp(values: np.ndarray) -> float:
+    top = -np.inf
+    for v in values:
+        if v > top:
+            top = v
+    if top == -np.inf:
+        return -np.inf
+    total = 0.0
+    for v in values:
+        total += np.exp(v - top)
+    return top + np.log(total)
+
+
+@njit_cached
+def _marginals(unary: np.ndarray, pair: np.ndarray) -> tuple:
+    n, k = unary.shape
+    alpha = _forward(unary, pair)
+    log_z = _logsumexp(alpha[n - 1])
+    gamma = np.zeros((n, k))
+    xi = np.zeros((max(n - 1, 0), k, k))
+    if not np.isfinite(log_z):  # no state of positive probability: no derivative
+        return log_z, gamma, xi
+    # beta_p(a) = logsumexp_b (psi_p(a, b) + phi_{p+1}(b) + beta_{p+1}(b)), beta_{T-1} = 0
+    beta = np.zeros((n, k))
+    ahead = np.empty(k)
+    scratch = np.empty(k)
+    for p in range(n - 2, -1, -1):
+        for b in range(k):
+            ahead[b] = unary[p + 1, b] + beta[p + 1, b]
+        for a in range(k):
+            for b in range(k):
+                scratch[b] = pair[p, a, b] + ahead[b]
+            beta[p, a] = _logsumexp(scratch)
+        for a in range(k):
+            if alpha[p, a] == -np.inf:
+                continue
+            for b in range(k):
+                xi[p, a, b] = np.exp(alpha[p, a] + pair[p, a, b] + ahead[b] - log_z)
+    for p in range(n):
+        for a in range(k):
+            if alpha[p, a] > -np.inf and beta[p, a] > -np.inf:
+                gamma[p, a] = np.exp(alpha[p, a] + beta[p, a] - log_z)
+    return log_z, gamma, xi
+
+
+def chain_marginals(unary: np.ndarray, pair: np.ndarray,
+                    ) -> tuple[float, np.ndarray, np.ndarray]:
+    """The block summed out and its derivatives: forward and backward passes.
+
+    The derivative of ``log Z = logsumexp_z l(z)`` with respect to ``phi_p(a)`` is the
+    probability that site p takes value a, and with respect to ``psi_p(a, b)`` the
+    probability of the pair (a, b) at positions (p, p + 1), both under
+    ``exp(l(z)) / Z``.
+
+    Parameters
+    ----------
+    unary : ndarray, shape (T, K)
+    pair : ndarray, shape (T - 1, K, K)
+
+    Returns
+    -------
+    log_normaliser : float
+        ``log Z`` (-inf where no state has positive probability; the marginals are
+        then zero).
+    gamma : ndarray, shape (T, K)
+        ``P(z_p = a)``.
+    xi : ndarray, shape (T - 1, K, K)
+        ``P(z_p = a, z_{p+1} = b)``.
+
+    Examples
+    --------
+    >>> unary = np.log([[0.5, 0.5], [0.2, 0.8]])
+    >>> pair = np.log([[[0.9, 0.1], [0.1, 0.9]]])
+    >>> log_z, gamma, xi = chain_marginals(unary, pair)
+    >>> np.round(gamma[1], 3)  # 0.5 (0.9 x 0.2 + 0.1 x 0.2) / 0.5 = 0.2
+    array([0.2, 0.8])
+    """
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    n, k = unary.shape
+    pair = np.ascontiguousarray(pair, dtype=np.float64).reshape(max(n - 1, 0), k, k)
+    log_z, gamma, xi = _marginals(unary, pair)
+    return float(log_z), gamma, xi
 
 
 def forward_filter(unary: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, float]:

@@ -13,6 +13,7 @@ from scipy.special import logsumexp
 from pymc_discrete.kernels.chain import (
     ChainState,
     chain_gibbs_step,
+    chain_marginals,
     chain_logp,
     chain_order,
     chain_tables,
@@ -132,6 +133,52 @@ def test_a_long_sticky_chain_is_stable():
     assert np.isfinite(log_z) and np.all(np.isfinite(alpha))
     z, _ = ffbs(unary, pair, rng)
     assert z.shape == (n,) and np.isfinite(chain_logp(z, unary, pair))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_marginals_are_the_derivatives_of_the_log_normaliser(n):
+    """The forward and backward passes against enumeration of the 3^n states: log Z,
+    P(z_p = a) and P(z_p = a, z_{p+1} = b) to 1e-12, with values a site does not have
+    (-inf) and a pair that is impossible."""
+    rng = np.random.default_rng(7 + n)
+    k = 3
+    unary = rng.normal(size=(n, k))
+    unary[n // 2, 1] = -np.inf
+    pair = rng.normal(size=(n - 1, k, k))
+    if n > 2:
+        pair[0, 2, 0] = -np.inf
+    log_z, gamma, xi = chain_marginals(unary, pair)
+    states = np.array(list(itertools.product(range(k), repeat=n)))
+    log_p = unary[np.arange(n), states].sum(1)
+    if n > 1:
+        log_p = log_p + pair[np.arange(n - 1), states[:, :-1], states[:, 1:]].sum(1)
+    assert abs(log_z - logsumexp(log_p)) < 1e-12
+    p = np.exp(log_p - logsumexp(log_p))
+    expect_gamma = np.stack([np.bincount(states[:, q], p, minlength=k) for q in range(n)])
+    np.testing.assert_allclose(gamma, expect_gamma, rtol=0, atol=1e-12)
+    for q in range(n - 1):
+        joint = np.bincount(states[:, q] * k + states[:, q + 1], p, minlength=k * k)
+        np.testing.assert_allclose(xi[q], joint.reshape(k, k), rtol=0, atol=1e-12)
+
+
+def test_marginals_of_a_long_sticky_chain_are_probabilities():
+    """5,000 sites of a very sticky chain with large terms: every position's marginal
+    sums to 1 and is the pair marginal summed over the next site."""
+    rng = np.random.default_rng(4)
+    n, k = 5000, 3
+    unary = 50.0 * rng.normal(size=(n, k))
+    pair = np.log(np.full((n - 1, k, k), 1e-6) + np.eye(k))
+    log_z, gamma, xi = chain_marginals(unary, pair)
+    assert abs(log_z - forward_filter(unary, pair)[1]) < 1e-9 * abs(log_z)
+    np.testing.assert_allclose(gamma.sum(1), 1.0, atol=1e-10)
+    np.testing.assert_allclose(xi.sum(2), gamma[:-1], atol=1e-10)
+
+
+def test_a_chain_of_no_possible_state_has_zero_marginals():
+    unary = np.array([[0.0, -np.inf], [-np.inf, 0.0]])
+    pair = np.array([[[0.0, -np.inf], [0.0, 0.0]]])
+    log_z, gamma, xi = chain_marginals(unary, pair)
+    assert log_z == -np.inf and not gamma.any() and not xi.any()
 
 
 def test_the_step_is_a_draw_whatever_the_state():
