@@ -13,8 +13,8 @@ from scipy.special import logsumexp
 from pymc_discrete.kernels.chain import (
     ChainState,
     chain_gibbs_step,
-    chain_marginals,
     chain_logp,
+    chain_marginals,
     chain_order,
     chain_tables,
     ffbs,
