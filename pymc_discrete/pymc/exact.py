@@ -14,9 +14,12 @@ term *may* depend on (:func:`~pymc_discrete.pymc.dependencies.dependency_superse
 sound: it never misses a dependency of the graph), which lets whole groups of sites be
 probed at once: (groups + 1) batched evaluations per probe point instead of N + 1, so
 set-up is linear in N on sparse models too. The probes keep only the dependencies that
-show (as brute-force probing did), and a few single-site moves check the grouped result;
-if the graph cannot be analysed, or the check fails, set-up falls back to probing every
-site on its own. The sites are then coloured by the superset itself (exact at every
+show (as brute-force probing did), and a few single-site moves check the grouped result.
+What the graph cannot be read for falls back term by term: if the whole term vector cannot
+be analysed (an op PyTensor cannot evaluate in Python, or too many possible dependencies),
+each piece of it is read on its own, and only the terms of the pieces that still cannot
+be are probed site by site, with a batched function of their own; if the check fails,
+set-up probes every site on its own. The sites are then coloured by the superset itself (exact at every
 state, even for a dependency that shows at none of the probe points) unless it needs
 clearly more colours than the probed dependencies. Set-up that takes longer than a few
 seconds says what it is doing on the ``pymc.pymc_discrete`` logger (a child of PyMC's
@@ -39,6 +42,7 @@ from pytensor.graph.traversal import variable_depends_on
 from pymc_discrete.kernels.exact_tables import TermLayout, colour_conditionals, local_ratios
 from pymc_discrete.kernels.gibbs_loop import ColourLayout
 from pymc_discrete.kernels.structure import (
+    DependencySuperset,
     StructureMismatch,
     TermStructure,
     build_structure_csr,
@@ -126,12 +130,16 @@ class ExactRatios:
     setup_report : dict
         How set-up went: ``structure`` ("graph": coloured by the graph's dependency
         superset, exact at every state; "probes": by the dependencies seen at the probe
-        points, when the superset is unavailable or much coarser), ``method`` ("grouped"
-        or "site by site"), ``groups`` (number
+        points, when the superset is unavailable or much coarser; "graph and probes":
+        the superset where the graph was read, the probed dependencies of the pieces it
+        could not be read for), ``method`` ("grouped", "site by site", or "grouped, and
+        site by site for the terms not read"), ``groups`` (number
         of groups of sites probed together), ``checks`` (single-site moves that checked
-        them), ``rows`` (batched term evaluations), ``seconds`` per stage and in total,
-        ``fallback`` (why the grouped discovery was not used, or None) and
-        ``imprecise_ops`` (ops the graph analysis treats coarsely).
+        them), ``rows`` (states at which all the terms were evaluated), ``rows_unread``
+        (states at which the unread pieces' terms alone were), ``seconds`` per stage and
+        in total, ``fallback`` (why the graph was not read whole, or the grouped
+        discovery not used; None when it was) and ``imprecise_ops`` (ops the graph
+        analysis treats coarsely).
     """
 
     def __init__(
@@ -164,8 +172,11 @@ class ExactRatios:
             reads = pt.concatenate([
                 pt.ones_like(piece, dtype="bool") if variable_depends_on(piece, others)
                 else pt.zeros_like(piece, dtype="bool") for piece in pieces])
-            [vector, reads], joined = join_nonshared_inputs(point, [vector, reads],
-                                                            value_vars, shared)
+            [vector, reads, *joined_pieces], joined = join_nonshared_inputs(
+                point, [vector, reads, *pieces], value_vars, shared)
+            #: the pieces the terms are concatenated from, as graphs of ``joined``: read
+            #: one by one when the whole vector cannot be
+            self._pieces = joined_pieces
             self._reads_graph = (joined, reads)
             self._term_reads_others = None
             self.n_sites = n_sites
@@ -231,20 +242,118 @@ class ExactRatios:
         return terms
 
     def _superset(self, vector, joined, x0, shared, progress, analysis) -> tuple:
-        """The graph's dependency superset, or None and why not."""
+        """The graph's dependency superset, the terms it could not read (None when it
+        read every one), and why it fell back (or None).
+
+        The whole term vector is read at once; if that fails (an op PyTensor cannot
+        evaluate in Python, or a variable with too many possible dependencies), each
+        piece is read on its own, so that what cannot be read falls back to probing
+        term by term, not for the whole block: the unread pieces' rows of the superset
+        are empty and their indices are returned.
+        """
         progress("reading the possible dependencies off the graph")
+        values = x0 if self.offsets is None else x0 + self.offsets  # the graph's own
+        varying = list(shared.values())
         try:
-            values = x0 if self.offsets is None else x0 + self.offsets  # the graph's own
             superset = dependencies.dependency_superset(
-                vector, joined, values, varying=list(shared.values()),
+                vector, joined, values, varying=varying,
                 max_pairs=dependencies.MAX_DEPENDENCY_PAIRS, report=analysis,
             )
         except Unanalysable as err:
-            return None, str(err)
+            return self._piece_supersets(joined, values, varying, analysis, str(err))
         if superset.term_ptr.size - 1 != self.n_terms:
-            return None, (f"the graph analysis found {superset.term_ptr.size - 1} terms, the "
-                          f"compiled function gives {self.n_terms}")
-        return superset, None
+            return None, None, (f"the graph analysis found {superset.term_ptr.size - 1} "
+                                f"terms, the compiled function gives {self.n_terms}")
+        return superset, None, None
+
+    def _piece_supersets(self, joined, values, varying, analysis, why: str) -> tuple:
+        """:meth:`_superset` piece by piece, after the whole vector could not be read."""
+        try:
+            sizes = pytensor.function([joined], [p.shape[0] for p in self._pieces],
+                                      on_unused_input="ignore")(
+                values.astype(joined.type.dtype))
+        except Exception:  # no shapes without the values: every term is probed
+            return None, None, why
+        ptrs, sites, unread, imprecise = [np.zeros(1, np.int64)], [], [], set()
+        lo = 0
+        for piece, size in zip(self._pieces, sizes, strict=True):
+            size = int(size)
+            report: dict = {}
+            try:
+                part = dependencies.dependency_superset(
+                    piece, joined, values, varying=varying,
+                    max_pairs=dependencies.MAX_DEPENDENCY_PAIRS, report=report)
+                if part.term_ptr.size - 1 != size:
+                    raise Unanalysable(f"{part.term_ptr.size - 1} terms read, {size} given")
+                ptrs.append(part.term_ptr[1:] + ptrs[-1][-1])
+                sites.append(part.term_sites)
+                imprecise.update(report.get("imprecise_ops", []))
+            except Unanalysable:
+                ptrs.append(np.full(size, ptrs[-1][-1], np.int64))
+                unread.append(np.arange(lo, lo + size, dtype=np.int64))
+            lo += size
+        if lo != self.n_terms:
+            return None, None, why
+        unread = np.concatenate(unread) if unread else None
+        if unread is not None and unread.size == self.n_terms:
+            return None, None, why
+        analysis["imprecise_ops"] = sorted(imprecise)
+        superset = DependencySuperset(np.concatenate(ptrs),
+                                      np.concatenate(sites) if sites else np.zeros(0, np.int64))
+        if unread is None:
+            return superset, None, f"{why}; every piece was read on its own"
+        return superset, unread, (f"{why}; the other terms were read piece by piece and "
+                                  f"{unread.size} of {self.n_terms} terms are probed site by "
+                                  "site")
+
+    def _unread_terms(self, joined, unread: np.ndarray):
+        """A batched evaluator of the unread terms alone (site indices in, terms out), so
+        that probing them site by site does not evaluate the others."""
+        parts = [without_checks(piece, joined)[0] for piece in self._pieces]
+        vector = pt.concatenate(parts)[pt.as_tensor(unread)]
+        batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
+        terms = vectorize_graph(vector, replace={joined: batch})
+        fn = pm_compile([batch], pt.broadcast_to(terms, (batch.shape[0], unread.size)),
+                        **(self._compile_kwargs or {}))
+        offsets = self.offsets
+
+        def evaluate(states: np.ndarray) -> np.ndarray:
+            if offsets is not None:
+                states = states + offsets
+            return fn(np.ascontiguousarray(states, dtype=joined.type.dtype))
+
+        return evaluate
+
+    def _probe_unread(self, joined, unread, result, superset, probes, ks, progress,
+                      rows: list) -> tuple:
+        """The terms the graph could not read, probed site by site with their own
+        batched function, merged into the grouped ``result`` and into the superset the
+        sites are coloured by (their rows there: the probed dependencies)."""
+        evaluate = self._unread_terms(joined, unread)
+
+        def counted(states: np.ndarray) -> np.ndarray:
+            rows[1] += states.shape[0]
+            return evaluate(states)
+
+        per_call = max(1, MAX_BATCH_VALUES // max(1, unread.size))
+        site_ptr, site_terms = discover_structure_csr(counted, probes, per_call, ks,
+                                                      progress=progress)
+        n = self.n_sites
+        lists = [np.concatenate([result[1][result[0][i]:result[0][i + 1]],
+                                 unread[site_terms[site_ptr[i]:site_ptr[i + 1]]]])
+                 for i in range(n)]
+        lists = [np.unique(t) for t in lists]
+        merged_ptr = np.concatenate([[0], np.cumsum([t.size for t in lists])]).astype(np.int64)
+        merged = (merged_ptr, np.concatenate(lists).astype(np.int64) if n else
+                  np.zeros(0, np.int64))
+        # the superset's rows of the unread terms: the sites their probes found
+        term_ptr, term_sites = transpose_csr(site_ptr, site_terms, unread.size)
+        rows_of = [superset.term_sites[superset.term_ptr[k]:superset.term_ptr[k + 1]]
+                   for k in range(self.n_terms)]
+        for j, k in enumerate(unread):
+            rows_of[k] = term_sites[term_ptr[j]:term_ptr[j + 1]]
+        ptr = np.concatenate([[0], np.cumsum([r.size for r in rows_of])]).astype(np.int64)
+        return merged, DependencySuperset(ptr, np.concatenate(rows_of).astype(np.int64))
 
     def _discover(self, vector, joined, x0, shared, seed, progress, seconds) -> TermStructure:
         """Probe at x0, all zeros, all ones and random points, with the continuous variables
@@ -260,19 +369,23 @@ class ExactRatios:
                                             np.arange(self.n_terms), self.n_terms)
             seconds.update(analyse=0.0, probe=0.0, colour=0.0)
             self.setup_report = {"structure": "graph", "method": "one site", "groups": 1,
-                                 "checks": 0, "rows": 0, "fallback": None,
+                                 "checks": 0, "rows": 0, "rows_unread": 0, "fallback": None,
                                  "imprecise_ops": None}
             return structure
         tick = time.perf_counter()
         analysis: dict = {}
-        superset, fallback = self._superset(vector, joined, x0, shared, progress, analysis)
+        superset, unread, fallback = self._superset(vector, joined, x0, shared, progress,
+                                                    analysis)
         seconds["analyse"] = time.perf_counter() - tick
         tick = time.perf_counter()
-        rows = [0]
+        rows = [0, 0]  # states evaluated by the whole terms' function, by the unread ones'
 
         def counted(states: np.ndarray) -> np.ndarray:
             rows[0] += states.shape[0]
-            return self.batch_terms(states, checked=False)
+            terms = self.batch_terms(states, checked=False)
+            if unread is not None:  # probed on their own below
+                terms[:, unread] = 0.0
+            return terms
 
         rng = np.random.default_rng(seed)
         saved = {s: s.get_value() for s in shared.values()}
@@ -299,7 +412,12 @@ class ExactRatios:
                         "Exact-ratio set-up: the grouped discovery failed its check (%s); "
                         "probing every site on its own instead (slow for many sites). "
                         "Please report this with the model.", err)
+            if result is not None and unread is not None:
+                result, superset = self._probe_unread(joined, unread, result, superset,
+                                                      probes, ks, progress, rows)
+                method = "grouped, and site by site for the terms not read"
             if result is None:
+                unread = None  # every term probed site by site, ``counted`` included
                 if n > 1000:
                     setup_progress.log.info("Exact-ratio set-up probes each of the %d sites on its own "
                               "(%s)", n, fallback)
@@ -323,7 +441,7 @@ class ExactRatios:
                 *transpose_csr(superset.term_ptr, superset.term_sites, n), self.n_terms
             )
             if safe.n_colours <= max(structure.n_colours + 2, 1.25 * structure.n_colours):
-                structure, source = safe, "graph"
+                structure, source = safe, "graph" if unread is None else "graph and probes"
             else:
                 setup_progress.log.info(
                     "Exact-ratio set-up: the graph's possible dependencies need %d colours, "
@@ -337,6 +455,7 @@ class ExactRatios:
             "groups": report.get("groups"),
             "checks": report.get("checks"),
             "rows": rows[0],
+            "rows_unread": rows[1],
             "fallback": fallback,
             "imprecise_ops": analysis.get("imprecise_ops"),
         }

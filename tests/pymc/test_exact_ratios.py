@@ -394,17 +394,83 @@ def test_setup_rows_do_not_grow_with_the_lattice(side):
     assert report["rows"] == 6 * 4 + report["checks"] <= 75
 
 
-def test_setup_falls_back_to_site_by_site_when_the_analysis_gives_up(monkeypatch):
+@pytest.mark.parametrize("max_pairs", [100, 40, 10])
+def test_setup_falls_back_term_by_term_when_the_analysis_gives_up(monkeypatch, max_pairs):
+    """The whole term vector has too many possible dependencies to hold (166 in its
+    last join): each piece is read on its own, and only the pieces that still cannot be
+    are probed site by site (none of them with a budget of 100, some with 40, every one
+    with 10); the structure found is the same."""
     from pymc_discrete.pymc import dependencies
 
     model = random_sparse_binary_model(18, 2)
     grouped, x0 = _exact_ratios(model)
-    monkeypatch.setattr(dependencies, "MAX_DEPENDENCY_PAIRS", 10)
+    monkeypatch.setattr(dependencies, "MAX_DEPENDENCY_PAIRS", max_pairs)
     fallback, _ = _exact_ratios(model)
-    assert fallback.setup_report["method"] == "site by site"
-    assert "more than 10" in fallback.setup_report["fallback"]
-    for a, b in zip(_structure_lists(grouped.structure), _structure_lists(fallback.structure)):
+    report = fallback.setup_report
+    assert f"more than {max_pairs}" in report["fallback"]
+    if max_pairs == 100:
+        assert report["method"] == "grouped" and report["rows_unread"] == 0
+        assert "every piece was read on its own" in report["fallback"]
+    elif max_pairs == 40:
+        assert report["method"] == "grouped, and site by site for the terms not read"
+        assert "34 of 95 terms are probed" in report["fallback"]
+        assert report["rows_unread"] == 6 * 19  # 6 probe points, N + 1 states each
+    else:
+        assert report["method"] == "site by site"
+    for a, b in zip(_structure_lists(grouped.structure), _structure_lists(fallback.structure),
+                    strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_piece_the_graph_cannot_read_is_probed_on_its_own(monkeypatch):
+    """An Ising lattice with a Potential of the smaller of each pair of horizontal
+    neighbours written with ``pt.sort``, whose reading fails (simulated): the lattice's
+    terms keep their graph dependencies and two colours, the sort's terms are probed site
+    by site with a function of their own, so the whole model is evaluated at a number of
+    states that does not grow with the lattice; every dependency the probes see is
+    listed, and the ratios are those of the model read whole."""
+    from pytensor.tensor.sort import SortOp
+
+    from pymc_discrete.pymc import dependencies
+
+    def model_with_sort(side):
+        model = ising_model(side)
+        with model:
+            x = model["x"]
+            pairs = pt.sort(x.reshape((side * side // 2, 2)), axis=1)
+            pm.Potential("smaller", 0.3 * pairs[:, 0])
+        return model
+
+    side = 8
+    read, x0 = _exact_ratios(model_with_sort(side))
+    assert read.setup_report["method"] == "grouped"
+    real_rule = dependencies._rule
+
+    def rule(g, node, in_deps):
+        if isinstance(node.op, SortOp):
+            raise dependencies.Unanalysable("no rule for a sort (simulated)")
+        return real_rule(g, node, in_deps)
+
+    monkeypatch.setattr(dependencies, "_rule", rule)
+    probed, _ = _exact_ratios(model_with_sort(side))
+    report = probed.setup_report
+    assert report["method"] == "grouped, and site by site for the terms not read"
+    assert report["structure"] == "graph and probes"
+    assert "32 of" in report["fallback"]  # the sort's 32 terms, the others read
+    assert probed.structure.n_colours == read.structure.n_colours == 2
+    # every dependency the probes see is listed (and more: the graph's, exact at every
+    # state, e.g. the prior's terms, constant here)
+    truth = _brute_force_structure(probed, x0)
+    for seen, listed in zip(truth, _structure_lists(probed.structure), strict=True):
+        assert set(seen) <= set(listed)
+    x = np.random.default_rng(1).integers(0, 2, x0.size)
+    np.testing.assert_allclose(probed(x)[1], read(x)[1], rtol=1e-12, atol=1e-12)
+    # the whole model at the grouped probes and checks only, as without the sort; the
+    # sort's terms at N + 1 states per probe point, with their own function
+    for side_ in (side, 2 * side):
+        report = _exact_ratios(model_with_sort(side_))[0].setup_report
+        assert report["rows"] <= 75
+        assert report["rows_unread"] == 6 * (side_ * side_ + 1)
 
 
 def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, caplog):
