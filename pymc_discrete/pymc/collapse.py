@@ -33,7 +33,6 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.model import modelcontext
@@ -55,7 +54,7 @@ from pymc_discrete.pymc.collapsed_chain import chain_marginal_log_density
 from pymc_discrete.pymc.collapsed_counts import CountDraw, CountSum
 from pymc_discrete.pymc.counts import count_start, is_count, read_count_window, site_sums
 from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.terms import block_pieces, without_checks
+from pymc_discrete.pymc.terms import block_pieces, piece_sizes, without_checks
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = ["CollapsedNUTS", "NotCollapsible", "collapsible", "marginal_log_density",
@@ -159,15 +158,6 @@ def possible_values(exact: ExactRatios, seed: int = 0) -> np.ndarray:
     return seen
 
 
-def _piece_sizes(pieces: list[Variable], model, point: dict) -> np.ndarray:
-    """Number of elements of every raveled piece, at ``point`` (they do not depend on the
-    values)."""
-    inputs = [v for v in model.value_vars if v.name in point]
-    sizes = pytensor.function(inputs, pt.stack([p.size for p in pieces]),
-                              on_unused_input="ignore", mode="FAST_COMPILE")
-    return sizes(*[point[v.name] for v in inputs])
-
-
 def _sum_by_site(batch: Variable, own: np.ndarray, n: int, k: int) -> Variable:
     """(K, N) sums of a batched piece's elements (K, size) by the site each belongs to
     (``own``; -1: none, left out)."""
@@ -247,7 +237,7 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
             lo += size
         batched = vectorize_graph([*unchecked, *helds], replace=replace)
     owner = _site_of_term(exact)
-    sizes = [int(size) for size in _piece_sizes(pieces, model, point)]
+    sizes = [int(size) for size in piece_sizes(pieces, model, point)]
     if sum(sizes) != owner.size:
         raise NotCollapsible(f"the block's terms number {sum(sizes)} in the graph and "
                              f"{owner.size} in its structure")

@@ -25,10 +25,6 @@ from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.op import Op
 from pytensor.graph.replace import vectorize_graph
-from pytensor.link.numba.dispatch.basic import (
-    numba_njit,
-    register_funcify_default_op_cache_key,
-)
 
 from pymc_discrete.kernels.chain import (
     ChainLayout,
@@ -36,9 +32,10 @@ from pymc_discrete.kernels.chain import (
     chain_marginals,
     pair_states,
     table_terms,
+    unary_states,
 )
 from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.terms import block_pieces, without_checks
+from pymc_discrete.pymc.terms import block_pieces, piece_sizes, without_checks
 
 __all__ = ["ChainSum", "chain_marginal_log_density", "forward_log_normaliser"]
 
@@ -79,18 +76,31 @@ class ChainSum(Op):
         return [grad * outputs[1], grad * outputs[2]]
 
 
-@register_funcify_default_op_cache_key(ChainSum)
-def _numba_chain_sum(op, node=None, **kwargs):
-    """ChainSum inside PyTensor's numba-compiled graphs (PyTensor 3.3's default
-    linker), instead of a call back into Python at every evaluation."""
+def _register_numba() -> None:
+    """ChainSum inside PyTensor's numba-compiled graphs (PyTensor 3.3's default linker),
+    instead of a call back into Python at every evaluation. The dispatch lives in
+    PyTensor's numba backend, whose layout is not public: where it is missing, the op
+    runs its ``perform`` (same values, slower)."""
+    try:
+        from pytensor.link.numba.dispatch.basic import (
+            numba_njit,
+            register_funcify_default_op_cache_key,
+        )
+    except ImportError:
+        return
     marginals = _marginals
 
-    @numba_njit
-    def chain_sum(unary, pair):
-        log_z, gamma, xi = marginals(unary, pair)
-        return np.asarray(log_z), gamma, xi
+    @register_funcify_default_op_cache_key(ChainSum)
+    def _numba_chain_sum(op, node=None, **kwargs):
+        @numba_njit
+        def chain_sum(unary, pair):
+            log_z, gamma, xi = marginals(unary, pair)
+            return np.asarray(log_z), gamma, xi
 
-    return chain_sum, 1
+        return chain_sum, 1
+
+
+_register_numba()
 
 
 def forward_log_normaliser(unary: Variable, pair: Variable) -> Variable:
@@ -112,37 +122,73 @@ def forward_log_normaliser(unary: Variable, pair: Variable) -> Variable:
     return ChainSum()(unary, pair)[0]
 
 
-def _tables(terms: Variable, layout: ChainLayout, k: int,
+def _tables(pair_terms: Variable | None, pair_ids: np.ndarray, unary_terms: Variable | None,
+            unary_ids: np.ndarray, layout: ChainLayout, k: int,
             n_values: np.ndarray) -> tuple[Variable, Variable]:
-    """The unary and pair tables as graphs of the terms at the pair states (rows, M),
-    term for term as :func:`~pymc_discrete.kernels.chain.chain_tables` adds them (the
-    same :func:`~pymc_discrete.kernels.chain.table_terms`)."""
+    """The unary and pair tables as graphs: ``pair_terms`` (2 K^2, len(pair_ids)), the
+    terms ``pair_ids`` at the pair states, added term for term as
+    :func:`~pymc_discrete.kernels.chain.chain_tables` adds them (the same
+    :func:`~pymc_discrete.kernels.chain.table_terms`), and ``unary_terms`` (K,
+    len(unary_ids)), unary terms at the unary states, added at their positions."""
     n = layout.order.size
     k2 = k * k
     position = layout.term_position
     unary = pt.zeros((n, k), dtype="float64")
     pair = pt.zeros((max(n - 1, 1), k, k), dtype="float64")
+    column = np.full(position.size, -1, np.int64)
+    column[pair_ids] = np.arange(pair_ids.size)
     b_is_0 = np.flatnonzero(np.arange(k2) % k == 0)  # rows listing a, with b = 0
     a_is_0 = np.flatnonzero(np.arange(k2) < k)  # rows listing b, with a = 0
-    for parity, (pairs, first, last) in enumerate(table_terms(layout)):
-        rows = terms[parity * k2:(parity + 1) * k2]
+    for parity, listed in enumerate(table_terms(layout)):
+        pairs, first, last = (ids[column[ids] >= 0] for ids in listed)
+        if pair_terms is None:
+            break
+        rows = pair_terms[parity * k2:(parity + 1) * k2]
         if pairs.size:
             pair = pt.inc_subtensor(pair[position[pairs]],
-                                    rows[:, pairs].T.reshape((pairs.size, k, k)))
+                                    rows[:, column[pairs]].T.reshape((pairs.size, k, k)))
         if first.size:
-            unary = pt.inc_subtensor(unary[position[first]], rows[b_is_0][:, first].T)
+            unary = pt.inc_subtensor(unary[position[first]],
+                                     rows[b_is_0][:, column[first]].T)
         if last.size:
-            unary = pt.inc_subtensor(unary[position[last]], rows[a_is_0][:, last].T)
+            unary = pt.inc_subtensor(unary[position[last]], rows[a_is_0][:, column[last]].T)
+    if unary_ids.size:
+        unary = pt.inc_subtensor(unary[position[unary_ids]], unary_terms.T)
     missing = np.arange(k)[None, :] >= n_values[layout.order][:, None]
     if missing.any():
         unary = pt.switch(missing, -np.inf, unary)
     return unary, pair[: max(n - 1, 0)]
 
 
+def _batched(pieces: list, value_vars, point: dict, states: np.ndarray) -> tuple:
+    """The (check-free) pieces evaluated at every row of ``states`` (block order), as
+    one (rows, M) graph, and whether every check held at all of them."""
+    if not pieces:
+        return None, pt.constant(True)
+    rows = states.shape[0]
+    unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
+    replace, lo = {}, 0
+    for var in value_vars:
+        shape = tuple(int(d) for d in np.shape(point[var.name]))
+        size = int(np.prod(shape, dtype=np.int64))
+        replace[var] = pt.constant(
+            states[:, lo:lo + size].reshape((rows, *shape)).astype(var.type.dtype))
+        lo += size
+    batched = vectorize_graph([*unchecked, *helds], replace=replace)
+    terms = pt.concatenate([pt.broadcast_to(b, (rows, b.shape[-1])) if b.ndim == 2
+                            else b.reshape((rows, -1)) for b in batched[:len(pieces)]],
+                           axis=1)
+    return terms, pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
+
+
 def chain_marginal_log_density(model, value_vars, point: dict, exact: ExactRatios,
                                layout: ChainLayout) -> Variable:
     """The model's log density with a chain-structured block summed out by the forward
     algorithm (module docstring): a graph of the model's other value variables.
+
+    A piece whose terms each touch one site (an emission likelihood) is evaluated at
+    the K states that put every site at one value, the others at the 2 K^2 pair states:
+    the emissions, usually most of the work, cost K evaluations a gradient, not 2 K^2.
 
     Parameters
     ----------
@@ -160,23 +206,28 @@ def chain_marginal_log_density(model, value_vars, point: dict, exact: ExactRatio
     n_values = (np.full(exact.n_sites, 2, np.int64) if exact.n_categories is None
                 else exact.n_categories)
     k = int(n_values.max())
-    states = pair_states(np.zeros(exact.n_sites, np.int64), layout, n_values)
+    # the terms table_terms reads as unary: each touches one site, at a position
+    read_as_unary = np.zeros(layout.term_position.size, bool)
+    for _, first, last in table_terms(layout):
+        read_as_unary[first] = read_as_unary[last] = True
+    sizes = piece_sizes(pieces, model, point)
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    unary_piece = [bool(read_as_unary[lo:hi].all()) and hi > lo
+                   for lo, hi in zip(bounds[:-1], bounds[1:])]
+    ids = [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    pair_ids = np.concatenate([i for i, u in zip(ids, unary_piece) if not u] or
+                              [np.zeros(0, np.int64)]).astype(np.int64)
+    unary_ids = np.concatenate([i for i, u in zip(ids, unary_piece) if u] or
+                               [np.zeros(0, np.int64)]).astype(np.int64)
+    pair_rows = pair_states(np.zeros(exact.n_sites, np.int64), layout, n_values)
+    unary_rows = unary_states(np.zeros(exact.n_sites, np.int64), n_values)
     if exact.offsets is not None:
-        states = states + exact.offsets[None, :]
-    rows = states.shape[0]
-    unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
-    replace, lo = {}, 0
-    for var in value_vars:
-        shape = tuple(int(d) for d in np.shape(point[var.name]))
-        size = int(np.prod(shape, dtype=np.int64))
-        replace[var] = pt.constant(
-            states[:, lo:lo + size].reshape((rows, *shape)).astype(var.type.dtype))
-        lo += size
-    batched = vectorize_graph([*unchecked, *helds], replace=replace)
-    terms = pt.concatenate([pt.broadcast_to(b, (rows, b.shape[-1])) if b.ndim == 2
-                            else b.reshape((rows, -1)) for b in batched[:len(pieces)]],
-                           axis=1)
-    held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
-    unary, pair = _tables(terms, layout, k, n_values)
+        pair_rows = pair_rows + exact.offsets[None, :]
+        unary_rows = unary_rows + exact.offsets[None, :]
+    pair_terms, pair_held = _batched([p for p, u in zip(pieces, unary_piece) if not u],
+                                     value_vars, point, pair_rows)
+    unary_terms, unary_held = _batched([p for p, u in zip(pieces, unary_piece) if u],
+                                       value_vars, point, unary_rows)
+    unary, pair = _tables(pair_terms, pair_ids, unary_terms, unary_ids, layout, k, n_values)
     total = forward_log_normaliser(unary, pair)
-    return pt.switch(held, rest + total, -np.inf)
+    return pt.switch(pt.and_(pair_held, unary_held), rest + total, -np.inf)

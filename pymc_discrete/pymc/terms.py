@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.rewriting import inline_ofg_node
@@ -24,7 +26,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape
 
-__all__ = ["block_pieces", "block_terms", "split_into_pieces", "without_checks"]
+__all__ = ["block_pieces", "block_terms", "piece_sizes", "split_into_pieces", "without_checks"]
 
 
 def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variable]:
@@ -112,6 +114,15 @@ def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable],
             (pieces if variable_depends_on(piece, value_vars) else others).append(piece)
     rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
     return [pt.cast(p, "float64").ravel() for p in pieces], rest
+
+
+def piece_sizes(pieces: Sequence[Variable], model, point: dict) -> np.ndarray:
+    """Number of elements of every raveled piece (of :func:`block_pieces`) at ``point``
+    (they do not depend on the values)."""
+    inputs = [v for v in model.value_vars if v.name in point]
+    sizes = pytensor.function(inputs, pt.stack([p.size for p in pieces]),
+                              on_unused_input="ignore", mode="FAST_COMPILE")
+    return sizes(*[point[v.name] for v in inputs])
 
 
 def block_terms(model, value_vars: Sequence[Variable]) -> tuple[Variable, Variable]:
