@@ -21,7 +21,9 @@ each piece of it is read on its own, and only the terms of the pieces that still
 be are probed site by site, with a batched function of their own; if the check fails,
 set-up probes every site on its own. The sites are then coloured by the superset itself (exact at every
 state, even for a dependency that shows at none of the probe points) unless it needs
-clearly more colours than the probed dependencies. Set-up that takes longer than a few
+clearly more colours than the probed dependencies; where that coarseness comes from
+pieces with an op that has no precise rule, only those pieces' rows are taken from the
+probes, the others' stay the graph's. Set-up that takes longer than a few
 seconds says what it is doing on the ``pymc.pymc_discrete`` logger (a child of PyMC's
 logger, so it is shown where and when PyMC's own messages are).
 """
@@ -266,16 +268,18 @@ class ExactRatios:
                                 f"terms, the compiled function gives {self.n_terms}")
         return superset, None, None
 
-    def _piece_supersets(self, joined, values, varying, analysis, why: str) -> tuple:
-        """:meth:`_superset` piece by piece, after the whole vector could not be read."""
+    def _read_pieces(self, joined, values, varying, coarse_unread: bool = False):
+        """Each piece's dependency superset read on its own: a list of (first term, number
+        of terms, superset or None: None where the piece cannot be read, or, with
+        ``coarse_unread``, where an op without a precise rule made it coarse) and the ops
+        without one; None if the pieces' sizes cannot be had."""
         try:
             sizes = pytensor.function([joined], [p.shape[0] for p in self._pieces],
                                       on_unused_input="ignore")(
                 values.astype(joined.type.dtype))
-        except Exception:  # no shapes without the values: every term is probed
-            return None, None, why
-        ptrs, sites, unread, imprecise = [np.zeros(1, np.int64)], [], [], set()
-        lo = 0
+        except Exception:  # no shapes without the values
+            return None
+        out, lo, imprecise = [], 0, set()
         for piece, size in zip(self._pieces, sizes, strict=True):
             size = int(size)
             report: dict = {}
@@ -285,26 +289,63 @@ class ExactRatios:
                     max_pairs=dependencies.MAX_DEPENDENCY_PAIRS, report=report)
                 if part.term_ptr.size - 1 != size:
                     raise Unanalysable(f"{part.term_ptr.size - 1} terms read, {size} given")
+                imprecise.update(report.get("imprecise_ops", []))
+                if coarse_unread and report.get("imprecise_ops"):
+                    part = None
+            except Unanalysable:
+                part = None
+            out.append((lo, size, part))
+            lo += size
+        return (out, sorted(imprecise)) if lo == self.n_terms else None
+
+    @staticmethod
+    def _joined_rows(parts, rows_of_unread) -> DependencySuperset:
+        """The pieces' rows in one superset; an unread piece's from ``rows_of_unread``
+        (term -> sites), or empty."""
+        ptrs, sites = [np.zeros(1, np.int64)], []
+        for lo, size, part in parts:
+            if part is None:
+                rows = [rows_of_unread(t) if rows_of_unread else np.zeros(0, np.int64)
+                        for t in range(lo, lo + size)]
+                lengths = np.array([r.size for r in rows], np.int64)
+                ptrs.append(np.cumsum(lengths) + ptrs[-1][-1])
+                sites.extend(rows)
+            else:
                 ptrs.append(part.term_ptr[1:] + ptrs[-1][-1])
                 sites.append(part.term_sites)
-                imprecise.update(report.get("imprecise_ops", []))
-            except Unanalysable:
-                ptrs.append(np.full(size, ptrs[-1][-1], np.int64))
-                unread.append(np.arange(lo, lo + size, dtype=np.int64))
-            lo += size
-        if lo != self.n_terms:
+        flat = np.concatenate(sites).astype(np.int64) if sites else np.zeros(0, np.int64)
+        return DependencySuperset(np.concatenate(ptrs), flat)
+
+    def _piece_supersets(self, joined, values, varying, analysis, why: str) -> tuple:
+        """:meth:`_superset` piece by piece, after the whole vector could not be read."""
+        read = self._read_pieces(joined, values, varying)
+        if read is None:
             return None, None, why
-        unread = np.concatenate(unread) if unread else None
+        parts, analysis["imprecise_ops"] = read
+        unread = [np.arange(lo, lo + size) for lo, size, part in parts if part is None]
+        unread = np.concatenate(unread).astype(np.int64) if unread else None
         if unread is not None and unread.size == self.n_terms:
             return None, None, why
-        analysis["imprecise_ops"] = sorted(imprecise)
-        superset = DependencySuperset(np.concatenate(ptrs),
-                                      np.concatenate(sites) if sites else np.zeros(0, np.int64))
+        superset = self._joined_rows(parts, None)
         if unread is None:
             return superset, None, f"{why}; every piece was read on its own"
         return superset, unread, (f"{why}; the other terms were read piece by piece and "
                                   f"{unread.size} of {self.n_terms} terms are probed site by "
                                   "site")
+
+    def _mixed_superset(self, joined, x0, shared, result) -> DependencySuperset | None:
+        """The superset with the pieces an op without a precise rule made coarse taken
+        from the probes (``result``, site -> terms) instead, the others read piece by
+        piece; None when no piece is coarse alone or the pieces cannot be read."""
+        values = x0 if self.offsets is None else x0 + self.offsets
+        read = self._read_pieces(joined, values, list(shared.values()), coarse_unread=True)
+        parts = None if read is None else read[0]
+        if parts is None or all(part is not None for _, _, part in parts) or all(
+                part is None for _, _, part in parts):
+            return None
+        term_ptr, term_sites = transpose_csr(result[0], result[1], self.n_terms)
+        return self._joined_rows(
+            parts, lambda t: term_sites[term_ptr[t]:term_ptr[t + 1]])
 
     def _unread_terms(self, joined, unread: np.ndarray):
         """A batched evaluator of the unread terms alone (site indices in, terms out), so
@@ -440,7 +481,19 @@ class ExactRatios:
             safe = build_structure_csr(
                 *transpose_csr(superset.term_ptr, superset.term_sites, n), self.n_terms
             )
-            if safe.n_colours <= max(structure.n_colours + 2, 1.25 * structure.n_colours):
+            enough = max(structure.n_colours + 2, 1.25 * structure.n_colours)
+            mixed = None
+            if safe.n_colours > enough and analysis.get("imprecise_ops") and unread is None:
+                # coarse only where an op has no precise rule: keep the graph's rows for
+                # the pieces without one, the probed ones for the pieces with one
+                mixed = self._mixed_superset(joined, x0, shared, result)
+            if mixed is not None:
+                mixed_structure = build_structure_csr(
+                    *transpose_csr(mixed.term_ptr, mixed.term_sites, n), self.n_terms)
+                if mixed_structure.n_colours <= enough:
+                    safe = mixed_structure
+                    unread = np.zeros(0, np.int64)  # some rows are probed: say so below
+            if safe.n_colours <= enough:
                 structure, source = safe, "graph" if unread is None else "graph and probes"
             else:
                 setup_progress.log.info(

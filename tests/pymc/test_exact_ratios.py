@@ -443,7 +443,11 @@ def test_a_piece_the_graph_cannot_read_is_probed_on_its_own(monkeypatch):
 
     side = 8
     read, x0 = _exact_ratios(model_with_sort(side))
+    # read whole, the sort has no precise rule and makes its rows dense: those rows are
+    # taken from the probes, the lattice's from the graph (not the whole block's from
+    # the probes, as when one coarse piece made the block's colouring coarse)
     assert read.setup_report["method"] == "grouped"
+    assert read.setup_report["structure"] == "graph and probes"
     real_rule = dependencies._rule
 
     def rule(g, node, in_deps):
@@ -458,6 +462,9 @@ def test_a_piece_the_graph_cannot_read_is_probed_on_its_own(monkeypatch):
     assert report["structure"] == "graph and probes"
     assert "32 of" in report["fallback"]  # the sort's 32 terms, the others read
     assert probed.structure.n_colours == read.structure.n_colours == 2
+    for a, b in zip(_structure_lists(read.structure), _structure_lists(probed.structure),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
     # every dependency the probes see is listed (and more: the graph's, exact at every
     # state, e.g. the prior's terms, constant here)
     truth = _brute_force_structure(probed, x0)
