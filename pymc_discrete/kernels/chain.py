@@ -433,7 +433,7 @@ def chain_marginals(unary: np.ndarray, pair: np.ndarray,
     >>> unary = np.log([[0.5, 0.5], [0.2, 0.8]])
     >>> pair = np.log([[[0.9, 0.1], [0.1, 0.9]]])
     >>> log_z, gamma, xi = chain_marginals(unary, pair)
-    >>> np.round(gamma[1], 3)  # 0.5 (0.9 x 0.2 + 0.1 x 0.2) / 0.5 = 0.2
+    >>> np.round(gamma[1], 3)  # (0.5 x 0.9 x 0.2 + 0.5 x 0.1 x 0.2) / 0.5 = 0.2
     array([0.2, 0.8])
     """
     unary = np.ascontiguousarray(unary, dtype=np.float64)
