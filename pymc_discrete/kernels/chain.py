@@ -468,11 +468,7 @@ def forward_filter(unary: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, flo
     alpha = _forward(np.ascontiguousarray(unary, dtype=np.float64),
                      np.ascontiguousarray(pair, dtype=np.float64).reshape(
                          max(unary.shape[0] - 1, 0), unary.shape[1], unary.shape[1]))
-    last = alpha[-1]
-    top = last.max()
-    log_normaliser = (float(top + np.log(np.exp(last - top).sum())) if np.isfinite(top)
-                      else float(top))
-    return alpha, log_normaliser
+    return alpha, float(_logsumexp(alpha[-1]))
 
 
 def ffbs(unary: np.ndarray, pair: np.ndarray,

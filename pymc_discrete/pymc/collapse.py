@@ -54,7 +54,12 @@ from pymc_discrete.pymc.collapsed_chain import chain_marginal_log_density
 from pymc_discrete.pymc.collapsed_counts import CountDraw, CountSum
 from pymc_discrete.pymc.counts import count_start, is_count, read_count_window, site_sums
 from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.terms import block_pieces, piece_sizes, without_checks
+from pymc_discrete.pymc.terms import (
+    block_pieces,
+    piece_sizes,
+    states_as_constants,
+    without_checks,
+)
 from pymc_discrete.pymc.validation import block_value_vars, check_discrete_block
 
 __all__ = ["CollapsedNUTS", "NotCollapsible", "collapsible", "marginal_log_density",
@@ -228,14 +233,8 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
     else:
         # many values (a switch point over 111 years, a window of counts): one vectorised
         # graph, K copies would take minutes to compile
-        replace, lo = {}, 0
-        for var in value_vars:
-            shape = np.shape(point[var.name])
-            size = int(np.prod(shape, dtype=np.int64))
-            replace[var] = pt.constant(
-                values[:, lo:lo + size].reshape((k, *shape)).astype(var.type.dtype))
-            lo += size
-        batched = vectorize_graph([*unchecked, *helds], replace=replace)
+        batched = vectorize_graph([*unchecked, *helds],
+                                  replace=states_as_constants(value_vars, point, values))
     owner = _site_of_term(exact)
     sizes = [int(size) for size in piece_sizes(pieces, model, point)]
     if sum(sizes) != owner.size:

@@ -35,7 +35,12 @@ from pymc_discrete.kernels.chain import (
     unary_states,
 )
 from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.terms import block_pieces, piece_sizes, without_checks
+from pymc_discrete.pymc.terms import (
+    block_pieces,
+    piece_sizes,
+    states_as_constants,
+    without_checks,
+)
 
 __all__ = ["ChainSum", "chain_marginal_log_density", "forward_log_normaliser"]
 
@@ -167,14 +172,8 @@ def _batched(pieces: list, value_vars, point: dict, states: np.ndarray) -> tuple
         return None, pt.constant(True)
     rows = states.shape[0]
     unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
-    replace, lo = {}, 0
-    for var in value_vars:
-        shape = tuple(int(d) for d in np.shape(point[var.name]))
-        size = int(np.prod(shape, dtype=np.int64))
-        replace[var] = pt.constant(
-            states[:, lo:lo + size].reshape((rows, *shape)).astype(var.type.dtype))
-        lo += size
-    batched = vectorize_graph([*unchecked, *helds], replace=replace)
+    batched = vectorize_graph([*unchecked, *helds],
+                              replace=states_as_constants(value_vars, point, states))
     terms = pt.concatenate([pt.broadcast_to(b, (rows, b.shape[-1])) if b.ndim == 2
                             else b.reshape((rows, -1)) for b in batched[:len(pieces)]],
                            axis=1)

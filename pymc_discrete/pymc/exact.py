@@ -299,22 +299,30 @@ class ExactRatios:
         return (out, sorted(imprecise)) if lo == self.n_terms else None
 
     @staticmethod
-    def _joined_rows(parts, rows_of_unread) -> DependencySuperset:
-        """The pieces' rows in one superset; an unread piece's from ``rows_of_unread``
-        (term -> sites), or empty."""
+    def _joined_rows(parts) -> DependencySuperset:
+        """The pieces' rows in one superset (an unread piece's rows empty)."""
         ptrs, sites = [np.zeros(1, np.int64)], []
-        for lo, size, part in parts:
+        for _, size, part in parts:
             if part is None:
-                rows = [rows_of_unread(t) if rows_of_unread else np.zeros(0, np.int64)
-                        for t in range(lo, lo + size)]
-                lengths = np.array([r.size for r in rows], np.int64)
-                ptrs.append(np.cumsum(lengths) + ptrs[-1][-1])
-                sites.extend(rows)
+                ptrs.append(np.full(size, ptrs[-1][-1], np.int64))
             else:
                 ptrs.append(part.term_ptr[1:] + ptrs[-1][-1])
                 sites.append(part.term_sites)
         flat = np.concatenate(sites).astype(np.int64) if sites else np.zeros(0, np.int64)
         return DependencySuperset(np.concatenate(ptrs), flat)
+
+    @staticmethod
+    def _replace_rows(superset: DependencySuperset, terms: np.ndarray, term_ptr: np.ndarray,
+                      term_sites: np.ndarray) -> DependencySuperset:
+        """``superset`` with the row of term ``terms[j]`` replaced by row j of
+        ``(term_ptr, term_sites)`` (the sites the probes found for it)."""
+        rows = [superset.term_sites[superset.term_ptr[k]:superset.term_ptr[k + 1]]
+                for k in range(superset.term_ptr.size - 1)]
+        for j, k in enumerate(terms):
+            rows[k] = term_sites[term_ptr[j]:term_ptr[j + 1]]
+        ptr = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)
+        flat = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+        return DependencySuperset(ptr, flat)
 
     def _piece_supersets(self, joined, values, varying, analysis, why: str) -> tuple:
         """:meth:`_superset` piece by piece, after the whole vector could not be read."""
@@ -326,7 +334,7 @@ class ExactRatios:
         unread = np.concatenate(unread).astype(np.int64) if unread else None
         if unread is not None and unread.size == self.n_terms:
             return None, None, why
-        superset = self._joined_rows(parts, None)
+        superset = self._joined_rows(parts)
         if unread is None:
             return superset, None, f"{why}; every piece was read on its own"
         return superset, unread, (f"{why}; the other terms were read piece by piece and "
@@ -343,9 +351,13 @@ class ExactRatios:
         if parts is None or all(part is not None for _, _, part in parts) or all(
                 part is None for _, _, part in parts):
             return None
+        coarse = np.concatenate([np.arange(lo, lo + size) for lo, size, part in parts
+                                 if part is None]).astype(np.int64)
         term_ptr, term_sites = transpose_csr(result[0], result[1], self.n_terms)
-        return self._joined_rows(
-            parts, lambda t: term_sites[term_ptr[t]:term_ptr[t + 1]])
+        probed = [term_sites[term_ptr[t]:term_ptr[t + 1]] for t in coarse]
+        ptr = np.concatenate([[0], np.cumsum([r.size for r in probed])]).astype(np.int64)
+        return self._replace_rows(self._joined_rows(parts), coarse, ptr,
+                                  np.concatenate(probed).astype(np.int64))
 
     def _unread_terms(self, joined, unread: np.ndarray):
         """A batched evaluator of the unread terms alone (site indices in, terms out), so
@@ -388,13 +400,8 @@ class ExactRatios:
         merged = (merged_ptr, np.concatenate(lists).astype(np.int64) if n else
                   np.zeros(0, np.int64))
         # the superset's rows of the unread terms: the sites their probes found
-        term_ptr, term_sites = transpose_csr(site_ptr, site_terms, unread.size)
-        rows_of = [superset.term_sites[superset.term_ptr[k]:superset.term_ptr[k + 1]]
-                   for k in range(self.n_terms)]
-        for j, k in enumerate(unread):
-            rows_of[k] = term_sites[term_ptr[j]:term_ptr[j + 1]]
-        ptr = np.concatenate([[0], np.cumsum([r.size for r in rows_of])]).astype(np.int64)
-        return merged, DependencySuperset(ptr, np.concatenate(rows_of).astype(np.int64))
+        return merged, self._replace_rows(superset, unread,
+                                          *transpose_csr(site_ptr, site_terms, unread.size))
 
     def _discover(self, vector, joined, x0, shared, seed, progress, seconds) -> TermStructure:
         """Probe at x0, all zeros, all ones and random points, with the continuous variables
@@ -482,19 +489,18 @@ class ExactRatios:
                 *transpose_csr(superset.term_ptr, superset.term_sites, n), self.n_terms
             )
             enough = max(structure.n_colours + 2, 1.25 * structure.n_colours)
-            mixed = None
+            graph_source = "graph" if unread is None else "graph and probes"
             if safe.n_colours > enough and analysis.get("imprecise_ops") and unread is None:
                 # coarse only where an op has no precise rule: keep the graph's rows for
                 # the pieces without one, the probed ones for the pieces with one
                 mixed = self._mixed_superset(joined, x0, shared, result)
-            if mixed is not None:
-                mixed_structure = build_structure_csr(
-                    *transpose_csr(mixed.term_ptr, mixed.term_sites, n), self.n_terms)
-                if mixed_structure.n_colours <= enough:
-                    safe = mixed_structure
-                    unread = np.zeros(0, np.int64)  # some rows are probed: say so below
+                if mixed is not None:
+                    mixed_structure = build_structure_csr(
+                        *transpose_csr(mixed.term_ptr, mixed.term_sites, n), self.n_terms)
+                    if mixed_structure.n_colours <= enough:
+                        safe, graph_source = mixed_structure, "graph and probes"
             if safe.n_colours <= enough:
-                structure, source = safe, "graph" if unread is None else "graph and probes"
+                structure, source = safe, graph_source
             else:
                 setup_progress.log.info(
                     "Exact-ratio set-up: the graph's possible dependencies need %d colours, "

@@ -26,7 +26,8 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape
 
-__all__ = ["block_pieces", "block_terms", "piece_sizes", "split_into_pieces", "without_checks"]
+__all__ = ["block_pieces", "block_terms", "piece_sizes", "split_into_pieces",
+           "states_as_constants", "without_checks"]
 
 
 def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variable]:
@@ -123,6 +124,21 @@ def piece_sizes(pieces: Sequence[Variable], model, point: dict) -> np.ndarray:
     sizes = pytensor.function(inputs, pt.stack([p.size for p in pieces]),
                               on_unused_input="ignore", mode="FAST_COMPILE")
     return sizes(*[point[v.name] for v in inputs])
+
+
+def states_as_constants(value_vars: Sequence[Variable], point: dict,
+                        states: np.ndarray) -> dict:
+    """Replacements of the block's value variables by constants holding ``states`` (S,
+    N) (the block's sites in order, variable after variable) along a new leading axis:
+    for ``vectorize_graph``, to evaluate a graph of the block at S states at once."""
+    replace, lo = {}, 0
+    for var in value_vars:
+        shape = tuple(int(d) for d in np.shape(point[var.name]))
+        size = int(np.prod(shape, dtype=np.int64))
+        replace[var] = pt.constant(
+            states[:, lo:lo + size].reshape((states.shape[0], *shape)).astype(var.type.dtype))
+        lo += size
+    return replace
 
 
 def block_terms(model, value_vars: Sequence[Variable]) -> tuple[Variable, Variable]:
