@@ -11,7 +11,11 @@ into tables:
   ``x`` and ``x`` with each colour moved as a whole (``1 + colours`` states for binary
   sites, ``1 + colours * K`` for categorical ones);
 * :func:`colour_conditionals`: the conditional log-ratios ``d(i, v)`` of the sites of one
-  colour, from ``x`` and ``x`` with the whole colour at each value (``1 + K`` states).
+  colour, from ``x`` and ``x`` with the whole colour at each value (``1 + K`` states), or
+  from the K value states alone when the colouring is proven and no parameter check
+  reads the sites (:func:`value_row_conditionals`: each term then touches at most one
+  site of the colour, so the state with that site at its current value holds the term's
+  current value).
 
 Where a check failed at a state that moved a whole colour, the failure may come from
 another site than the one a ratio is for, so that colour's ratios are taken one site at a
@@ -50,6 +54,8 @@ __all__ = [
     "site_by_site_table",
     "site_term_change",
     "sites_of_colour",
+    "value_row_conditionals",
+    "value_rows",
 ]
 
 #: ``states (rows, N) of site indices -> (terms (rows, M), whether every parameter check
@@ -71,12 +77,23 @@ class TermLayout(NamedTuple):
         Number of values of every site (2 for binary sites).
     max_values : int
         Largest number of values of a site (K).
+    value_rows_only : bool
+        Whether a colour's conditionals may be read off the K value states alone
+        (:func:`value_row_conditionals`): the colouring is proven, so every term touches
+        at most one site of a colour, and no parameter check reads the block's sites, so
+        the checks that held at those states hold at ``x``.
     """
 
     structure: TermStructure
     n_categories: np.ndarray | None
     site_values: np.ndarray
     max_values: int
+    value_rows_only: bool = False
+
+    @property
+    def rows_per_conditional(self) -> int:
+        """States evaluated for one colour's conditionals: K, or ``1 + K`` with ``x``."""
+        return self.max_values + (0 if self.value_rows_only else 1)
 
     @property
     def rows_per_colour(self) -> int:
@@ -160,12 +177,19 @@ def colour_conditionals(batch: BatchTerms, layout: TermLayout, x: np.ndarray,
         the sites of the colour are not independent, so the caller corrects the joint draw.
     """
     ks, k = layout.site_values, layout.max_values
-    terms, held = batch(colour_value_states(x, sites, ks, k))
+    s = layout.structure
+    if layout.value_rows_only:
+        terms, held = batch(value_rows(x, sites, ks, k))
+        if held:
+            logp, table = value_row_conditionals(terms, s.site_ptr, s.site_terms, sites, x,
+                                                 ks, k)
+            return logp, table, True
+    else:
+        terms, held = batch(colour_value_states(x, sites, ks, k))
     if not held:
         terms, _ = batch(site_by_site_states(x, sites, ks, k))
         logp, table = site_by_site_table(terms, x, sites, ks, k)
         return logp, table, False
-    s = layout.structure
     table = colour_conditional_table(terms, s.site_ptr, s.site_terms, sites, x, ks, k)
     return float(terms[0].sum()), table, True  # = row_total(terms, 0)
 
@@ -192,6 +216,93 @@ def colour_value_states(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarr
         for v in range(n_categories[i]):
             states[1 + v, i] = v
     return states
+
+
+@njit_cached
+def value_rows(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarray,
+               k: int) -> np.ndarray:
+    """For every value v, ``x`` with every site of ``sites`` set to v (sites with at most
+    v values unchanged): :func:`colour_value_states` without its first row, shape (K, N).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> value_rows(np.array([1, 0, 1]), np.array([0, 2]), np.array([2, 2, 2]), 2).tolist()
+    [[0, 0, 0], [1, 0, 1]]
+    """
+    states = np.empty((k, x.size), dtype=x.dtype)
+    for row in range(k):
+        for i in range(x.size):  # element by element, as colour_value_states
+            states[row, i] = x[i]
+    for j in range(sites.size):
+        i = sites[j]
+        for v in range(n_categories[i]):
+            states[v, i] = v
+    return states
+
+
+@njit_cached
+def value_row_conditionals(terms: np.ndarray, site_ptr: np.ndarray, site_terms: np.ndarray,
+                           sites: np.ndarray, x: np.ndarray, n_categories: np.ndarray,
+                           k: int) -> tuple[float, np.ndarray]:
+    """The log density at ``x`` and the conditional log-ratios ``d(i, v)`` of the sites
+    of one colour, from the terms at the rows of :func:`value_rows` alone.
+
+    Valid when every term touches at most one site of the colour (a proven colouring):
+    a term touching site i has its current value in row ``x_i``, a term touching no
+    site of the colour the same value in every row. The numbers are those of
+    :func:`colour_conditional_table` and of the first row's sum with ``x`` evaluated
+    too, term for term, in the same order.
+
+    Parameters
+    ----------
+    terms : ndarray of float64, shape (K, M)
+        The model's terms with the colour set to each value.
+    site_ptr, site_terms : ndarray of int64
+        CSR lists of the terms of every site.
+    sites : ndarray of int64, shape (n_c,)
+    x : ndarray of int64, shape (N,)
+    n_categories : ndarray of int64, shape (N,)
+    k : int
+
+    Returns
+    -------
+    logp : float
+        Sum of the terms at ``x`` (numpy's pairwise order, :func:`row_total`).
+    table : ndarray of float64, shape (n_c, K)
+        0 at the current value, -inf at values a site does not have and where the log
+        density is -inf or NaN.
+
+    Examples
+    --------
+    Two sites of one colour, each with a term of its own, and a term of neither:
+
+    >>> import numpy as np
+    >>> terms = np.array([[0.0, 2.0, 5.0], [1.0, 3.0, 5.0]])
+    >>> ptr, st = np.array([0, 1, 2]), np.array([0, 1])
+    >>> logp, table = value_row_conditionals(terms, ptr, st, np.array([0, 1]),
+    ...                                      np.array([1, 0]), np.array([2, 2]), 2)
+    >>> logp, table.tolist()
+    (8.0, [[-1.0, 0.0], [0.0, 1.0]])
+    """
+    current = terms[0].copy()
+    table = np.full((sites.size, k), -np.inf)
+    for j in range(sites.size):
+        i = sites[j]
+        base = x[i]
+        for p in range(site_ptr[i], site_ptr[i + 1]):
+            current[site_terms[p]] = terms[base, site_terms[p]]
+        for v in range(n_categories[i]):
+            if v == base:
+                table[j, v] = 0.0
+                continue
+            total = 0.0
+            for p in range(site_ptr[i], site_ptr[i + 1]):
+                t = site_terms[p]
+                total += terms[v, t] - terms[base, t]
+            if total > -np.inf:  # NaN and -inf: the value is impossible
+                table[j, v] = total
+    return _pairwise_sum(current), table
 
 
 @njit_cached

@@ -5,7 +5,10 @@ so given every other site and the continuous variables they are independent, and
 conditional of site i is ``p(v) ∝ exp(d(i, v))`` with ``d(i, v)`` the exact log-ratio of
 setting site i to v (``d(i, x_i) = 0``). A sweep visits the colours in order; each colour
 costs one batched evaluation of the model's terms at ``1 + K`` states (x, and x with the
-whole colour set to each value v), whatever the number of its sites.
+whole colour set to each value v), or at the K value states alone where each term
+touches at most one site of the colour
+(:func:`~pymc_discrete.kernels.exact_tables.value_row_conditionals`), whatever the number
+of its sites.
 
 Two guarantees, chosen by the caller:
 
@@ -207,6 +210,42 @@ def draw_rows(transitions: np.ndarray, uniforms: np.ndarray, current: np.ndarray
 
 
 @njit_cached
+def _update_binary_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
+                          heat_bath_share: float) -> tuple[np.ndarray, int, float]:
+    """:func:`update_colour` of two-valued sites: the move probability of
+    :func:`_binary_row_transitions` and the same inverse-CDF draw (the cumulative sums in
+    value order, a rounding shortfall keeping the current value), without a row of
+    transitions per site: the same draws, about four times faster."""
+    n = table.shape[0]
+    drawn = current.copy()
+    changed = 0
+    delta = 0.0
+    for j in range(n):
+        x = current[j]
+        d = table[j, 1 - x] - table[j, x]
+        if not d > -np.inf:  # the other value is impossible (or its ratio is NaN): stay
+            continue
+        if d < 0.0:
+            e = np.exp(d)
+            move = (1.0 - heat_bath_share) * e + heat_bath_share * (e / (1.0 + e))
+        else:
+            e = np.exp(-d)
+            move = (1.0 - heat_bath_share) + heat_bath_share / (1.0 + e)
+        stay = max(0.0, 1.0 - move)
+        u = uniforms[j]
+        if x == 0:
+            # value 0 first (probability stay), then 1 (move); beyond their sum: stay
+            new = 0 if u < stay else (1 if u < stay + move else 0)
+        else:
+            new = 0 if u < move else 1  # value 0 is the move
+        if new != x:
+            drawn[j] = new
+            changed += 1
+            delta += table[j, new]
+    return drawn, changed, delta
+
+
+@njit_cached
 def update_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
                   heat_bath_share: float) -> tuple[np.ndarray, int, float]:
     """The proven path of a colour in one compiled call: every site's new value
@@ -223,6 +262,8 @@ def update_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
     ([0], 0, 0.0)
     """
     n, k = table.shape
+    if k == 2:
+        return _update_binary_colour(table, current, uniforms, heat_bath_share)
     p = np.empty(k)
     row = np.empty(k)
     drawn = current.copy()

@@ -25,6 +25,8 @@ from pymc_discrete.kernels.exact_tables import (
     row_total,
     site_by_site_states,
     site_by_site_table,
+    value_row_conditionals,
+    value_rows,
 )
 from pymc_discrete.kernels.first_class import FirstClassTarget
 from pymc_discrete.kernels.gibbs import (
@@ -62,6 +64,9 @@ class ColourLayout(NamedTuple):
         Largest number of states per call of the terms (memory bound; more are chunked).
     proven : bool
         Whether the colouring is proven (exact Gibbs updates, else corrected ones).
+    value_rows_only : bool
+        Whether a colour's conditionals are read off its K value states alone
+        (:attr:`~pymc_discrete.kernels.exact_tables.TermLayout.value_rows_only`).
     heat_bath_share : float
         Share of heat-bath draws in each site's update.
     """
@@ -76,15 +81,24 @@ class ColourLayout(NamedTuple):
     like: np.ndarray
     rows: int
     proven: bool
+    value_rows_only: bool
     heat_bath_share: float
 
 
 @njit_cached
-def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows):
+def _colour_conditionals(target, extra, x, sites, layout_arrays, like, k, rows,
+                         value_rows_only):
     """``ExactRatios.colour_conditionals`` in compiled code."""
     site_ptr, site_terms, ks, offsets = layout_arrays
-    terms, held = terms_at(target, extra, colour_value_states(x, sites, ks, k), offsets,
-                            like, rows)
+    if value_rows_only:
+        terms, held = terms_at(target, extra, value_rows(x, sites, ks, k), offsets, like,
+                               rows)
+        if held:
+            logp, table = value_row_conditionals(terms, site_ptr, site_terms, sites, x, ks, k)
+            return logp, table, True
+    else:
+        terms, held = terms_at(target, extra, colour_value_states(x, sites, ks, k), offsets,
+                               like, rows)
     if not held:
         states = site_by_site_states(x, sites, ks, k)
         terms, _ = terms_at(target, extra, states, offsets, like, rows)
@@ -113,7 +127,7 @@ def _scatter(x, sites, values):
 
 @njit_cached
 def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_arrays, like, k,
-                  rows, proven, heat_bath_share, n_sweeps, rng):
+                  rows, proven, value_rows_only, heat_bath_share, n_sweeps, rng):
     x = x.copy()  # the caller's state is left as it was
     n_colours = colour_ptr.size - 1
     accept_probs = np.empty(n_sweeps)
@@ -125,7 +139,7 @@ def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_array
         for c in range(n_colours):
             sites = colour_order[colour_ptr[c] : colour_ptr[c + 1]]
             logp_x, table, held = _colour_conditionals(target, extra, x, sites, layout_arrays,
-                                                       like, k, rows)
+                                                       like, k, rows, value_rows_only)
             current = _gather(x, sites)
             if proven and held:
                 drawn, n_changed, delta = update_colour(table, current, rng.random(sites.size),
@@ -150,7 +164,7 @@ def _gibbs_sweeps(target, extra, x, logp, colour_order, colour_ptr, layout_array
             y = x.copy()
             _scatter(y, sites, drawn)
             logp_y, table_y, _ = _colour_conditionals(target, extra, y, sites, layout_arrays,
-                                                      like, k, rows)
+                                                      like, k, rows, value_rows_only)
             prob = corrected_acceptance(logp_x, logp_y, forward, table_y, current, drawn,
                                         heat_bath_share)
             prob_total += prob
@@ -238,6 +252,6 @@ def gibbs_sweeps(
         layout.colour_order, layout.colour_ptr,
         (layout.site_ptr, layout.site_terms, layout.n_categories, layout.offsets),
         layout.like, int(layout.k), int(layout.rows), bool(layout.proven),
-        float(layout.heat_bath_share), int(n_sweeps), rng,
+        bool(layout.value_rows_only), float(layout.heat_bath_share), int(n_sweeps), rng,
     )
     return GibbsState(x, float(logp)), StepsInfo(probs, accepted, proposed)

@@ -191,6 +191,9 @@ class ExactRatios:
             unchecked, held = without_checks(vector, joined)
             if not getattr(model, "check_bounds", True):
                 held = pt.constant(True)  # the model asked for its checks to be dropped
+            #: whether a parameter check reads the block's sites (then a check that held
+            #: at states near x need not hold at x itself)
+            self._checks_read_sites = variable_depends_on(held, [joined])
             batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
             terms_b, held_b = vectorize_graph([unchecked, held], replace={joined: batch})
             # row by row: a check that fails at one state must not touch the others (the
@@ -573,7 +576,7 @@ class ExactRatios:
             order, bounds, np.asarray(self.structure.site_ptr, np.int64),
             np.asarray(self.structure.site_terms, np.int64), self._site_values,
             self._max_values, offsets, np.zeros(0, dtype=self._dtype), self._rows,
-            self.proven, float(heat_bath_share),
+            self.proven, self._layout.value_rows_only, float(heat_bath_share),
         )
 
     def colour_sites(self) -> list[np.ndarray]:
@@ -593,14 +596,17 @@ class ExactRatios:
 
     @property
     def structure(self) -> TermStructure:
-        """Terms of every site and the colouring (setting it rebuilds :attr:`layout`)."""
+        """Terms of every site and the colouring (setting it rebuilds :attr:`layout`, whose
+        conditionals skip x only where the colouring is proven: set
+        ``setup_report["structure"]`` first)."""
         return self._structure
 
     @structure.setter
     def structure(self, structure: TermStructure) -> None:
         self._structure = structure
         self._layout = TermLayout(structure, self.n_categories, self._site_values,
-                                  self._max_values)
+                                  self._max_values,
+                                  value_rows_only=self.proven and not self._checks_read_sites)
 
     @property
     def layout(self) -> TermLayout:

@@ -23,8 +23,9 @@ class BlockedGibbs(SiteBlockStep):
     are coloured so that sites of one colour share no term (the machinery of
     ``proposal="exact"``). Given everything else, the sites of one colour are then
     independent, and a draw updates each colour in turn by drawing all its sites at once
-    from their exact conditionals: one batched evaluation of the terms at ``1 + K``
-    states per colour, whatever the number of sites. All labels of a mixture, all
+    from their exact conditionals: one batched evaluation of the terms at ``K`` states
+    per colour (``1 + K`` where a parameter check reads the sites or the colouring was
+    only probed), whatever the number of sites. All labels of a mixture, all
     indicators of an occupancy or capture-recapture model, or half of an Ising lattice
     are one colour.
 

@@ -137,12 +137,14 @@ def _joint_pays(exact, support, n_joint: int, model, value_vars) -> tuple[bool, 
 
     Where nothing outside the block changes, the conditional is evaluated once per chain.
     Else a joint draw evaluates every joint state each draw, and a BlockedGibbs sweep
-    ``1 + K`` states per colour: the joint draw is chosen while it costs at most
-    :data:`JOINT_SWEEPS_PER_DRAW` sweeps."""
+    ``K`` states per colour, or ``1 + K`` where x itself must be evaluated too
+    (:attr:`~pymc_discrete.kernels.exact_tables.TermLayout.value_rows_only`): the joint
+    draw is chosen while it costs at most :data:`JOINT_SWEEPS_PER_DRAW` sweeps."""
     outside = [v for v in model.value_vars if v not in set(value_vars)]
     if not _terms_depend_on(model, value_vars, outside):
         return True, "nothing else in the model changes them, so they are evaluated once"
-    sweep = sum(1 + int(support.n_values[sites].max()) for sites in exact.colour_sites())
+    with_x = 0 if exact.layout.value_rows_only else 1
+    sweep = sum(with_x + int(support.n_values[sites].max()) for sites in exact.colour_sites())
     if n_joint <= JOINT_SWEEPS_PER_DRAW * sweep:
         return True, (f"{n_joint} states a draw, against {sweep} for a sweep of single-site "
                       "conditionals")
@@ -302,7 +304,8 @@ def recommend(vars=None, model=None, initial_point=None,
     k = int(support.n_values.max()) if n_sites else 0
     if c == 1 and k > COLLAPSE_MAX_VALUES:
         why_not = (f" (it is not summed out: with {k} values a site, the sum would evaluate its "
-                   f"terms {k} times at every NUTS step, against {1 + k} times a draw here)")
+                   f"terms {k} times at every NUTS step, against "
+                   f"{exact.layout.rows_per_conditional} times a draw here)")
     elif c == 1 and _terms_depend_on(model, value_vars, model.continuous_value_vars):
         scaled = (_paired(model, value_vars, initial_point, support, scaled_coefficients)
                   if n_sites <= PAIRED_MAX_SITES else None)

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from pymc_discrete.kernels.exact_tables import row_total
-from pymc_discrete.kernels.gibbs import HEAT_BATH_SHARE, draw_rows, site_transitions
+from pymc_discrete.kernels.gibbs import (
+    HEAT_BATH_SHARE,
+    draw_rows,
+    site_transitions,
+    update_colour,
+)
 
 
 def _transition_matrix(log_p: np.ndarray) -> np.ndarray:
@@ -101,3 +106,27 @@ def test_the_update_depends_on_differences_of_the_table_only(k):
                                site_transitions(ratios, current, 1.0), rtol=1e-13)
     np.testing.assert_allclose(site_transitions(table, current, HEAT_BATH_SHARE),
                                site_transitions(ratios, current, HEAT_BATH_SHARE), rtol=1e-13)
+
+
+@pytest.mark.parametrize("share", [HEAT_BATH_SHARE, 0.5, 1.0])
+def test_two_valued_colours_draw_what_the_transition_rows_give(share):
+    """A colour of two-valued sites is updated without a row of transitions per site;
+    its draws, changes and log-density change are those of drawing from
+    :func:`site_transitions` row by row, to the bit, at every kind of log-ratio and at
+    uniforms on the rows' boundaries."""
+    rng = np.random.default_rng(11)
+    d = np.r_[rng.normal(scale=3.0, size=400), -800.0, 800.0, 0.0, -np.inf, np.nan, 1e-300]
+    current = rng.integers(0, 2, d.size)
+    table = np.zeros((d.size, 2))
+    table[np.arange(d.size), 1 - current] = d
+    transitions = site_transitions(table, current, share)
+    first = transitions[:, 0]  # the cumulative sums the draw compares with
+    second = transitions[:, 0] + transitions[:, 1]
+    for uniforms in (rng.random(d.size), first, np.nextafter(first, 0.0), second,
+                     np.nextafter(second, 0.0), np.full(d.size, 1.0 - 1e-16)):
+        drawn, changed, delta = update_colour(table, current, uniforms, share)
+        expected = draw_rows(transitions, uniforms, current)
+        moved = expected != current
+        assert np.array_equal(drawn, expected)
+        assert changed == moved.sum()
+        assert delta == sum(table[j, expected[j]] for j in np.flatnonzero(moved))

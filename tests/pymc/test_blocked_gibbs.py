@@ -11,6 +11,7 @@ from pymc.pytensorf import make_shared_replacements
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model
+from pymc_discrete.kernels.exact_tables import colour_conditionals
 from pymc_discrete.pymc.exact import ExactRatios
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 from tests.pymc.test_exact_ratios import _brute_force_structure
@@ -46,8 +47,9 @@ def _probed_only(model: pm.Model) -> ExactRatios:
     true_terms = [graph.site_terms[graph.site_ptr[i]:graph.site_ptr[i + 1]]
                   for i in range(x0.size)]
     assert sum(len(a) < len(b) for a, b in zip(probed, true_terms, strict=True)) > 0
+    exact.setup_report["structure"] = "probes"  # before the structure, which reads it
     exact.structure = build_structure(probed, exact.n_terms)
-    exact.setup_report["structure"] = "probes"
+    assert not exact.layout.value_rows_only
     return exact
 
 
@@ -169,3 +171,50 @@ def test_a_check_shared_by_the_terms_of_one_colour_keeps_every_state_reachable()
     assert probs[states[:, 0] == 1].sum() == 0.0 and probs[states[:, 2] == 1].sum() > 0.3
     idata = _sample(model, step, draws=3000)
     assert_joint_frequencies_match(idata, ["z"], states, probs)
+
+
+@pytest.mark.parametrize("phrasing", ["ising", "potts", "potts one-hot"])
+def test_conditionals_from_the_value_states_alone_are_those_with_x_to_the_bit(phrasing):
+    """Under a proven colouring whose checks read no site, a colour's conditionals come
+    from its K value states without x itself: the log density and every d(i, v) equal
+    those of the 1 + K states, to the bit, at random states."""
+    side, k = 6, (2 if phrasing == "ising" else 3)
+    with pm.Model():
+        if phrasing == "ising":
+            x = pm.Bernoulli("x", 0.5, shape=side * side)
+            grid = (2 * x - 1).reshape((side, side))
+            agree = (grid[1:] * grid[:-1]).sum() + (grid[:, 1:] * grid[:, :-1]).sum()
+        else:
+            x = pm.Categorical("x", np.ones(k) / k, shape=side * side)
+            if phrasing == "potts":
+                grid = x.reshape((side, side))
+                agree = pt.eq(grid[1:], grid[:-1]).sum() + pt.eq(grid[:, 1:], grid[:, :-1]).sum()
+            else:
+                one_hot = pt.eye(k)[x].reshape((side, side, k))
+                agree = ((one_hot[1:] * one_hot[:-1]).sum()
+                         + (one_hot[:, 1:] * one_hot[:, :-1]).sum())
+        pm.Potential("lattice", 0.4 * agree + 0.1 * pt.sum(x))
+        step = pmd.BlockedGibbs([x])
+    exact = step.exact_ratios
+    assert exact.layout.value_rows_only and step.proven and step.n_colours == 2
+    with_x = exact.layout._replace(value_rows_only=False)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        state = rng.integers(0, k, side * side)
+        for sites in exact.colour_sites():
+            logp, table, held = exact.colour_conditionals(state, sites)
+            logp_x, table_x, held_x = colour_conditionals(exact.checked_terms, with_x, state,
+                                                          sites)
+            assert held and held_x and logp == logp_x
+            assert np.array_equal(table, table_x)
+
+
+def test_a_check_that_reads_the_sites_keeps_x_among_the_evaluated_states():
+    """Where a parameter check reads the block's sites, a check that held at the value
+    states need not hold at x: x stays among the evaluated states."""
+    with pm.Model():
+        z = pm.Bernoulli("z", 0.5, shape=3)
+        pm.Bernoulli("y", 0.2 + 0.5 * z[0] + 0.4 * z[1], observed=1)
+        step = pmd.BlockedGibbs([z])
+    assert step.proven and not step.exact_ratios.layout.value_rows_only
+    assert step.exact_ratios.layout.rows_per_conditional == 3

@@ -181,9 +181,10 @@ def test_register_draws_the_two_node_network_like_independent_draws(registered):
 
 def test_a_joint_draw_is_chosen_only_while_it_costs_a_few_sweeps():
     """Eight densely coupled indicators (256 joint states, 8 colours: a sweep evaluates
-    24 states). With nothing else in the model their conditional is evaluated once, and
-    the joint draw is chosen; once a continuous variable's value changes it every draw,
-    256 states a draw would cost about 11 sweeps, and BlockedGibbs sweeps instead."""
+    16 states, the two values of each colour). With nothing else in the model their
+    conditional is evaluated once, and the joint draw is chosen; once a continuous
+    variable's value changes it every draw, 256 states a draw would cost 16 sweeps, and
+    BlockedGibbs sweeps instead."""
     W = np.triu(np.random.default_rng(0).normal(0.0, 0.5, (8, 8)), 1)
     for with_mu in (False, True):
         with pm.Model():
@@ -197,7 +198,7 @@ def test_a_joint_draw_is_chosen_only_while_it_costs_a_few_sweeps():
         assert choice.n_colours == 8
         if with_mu:
             assert choice.step is pmd.BlockedGibbs
-            assert "would cost 11 sweeps a draw" in choice.reason
+            assert "would cost 16 sweeps a draw" in choice.reason
         else:
             assert choice.step is pmd.JointGibbs
             assert "evaluated once" in choice.reason
