@@ -25,26 +25,31 @@ the step it chose and the number of colours. Beside it, on each lattice, two bas
 Measured for every run: the median over sites of ArviZ's bulk ESS, and the bulk ESS of
 the log density of each draw (PyMC's ``model.compile_logp()`` of the lattice's first
 phrasing, evaluated after the run and not timed, for NumPyro's draws too), each divided
-by the run's time; the largest r-hat over sites. What is timed:
+by the run's sampling time; the largest r-hat over sites. Each run's time is split in
+two, set-up (compilation) and sampling (tuning or warm-up, and draws):
 
-* ``pm.sample`` (ours and PyMC's default): the whole call, from a freshly built model:
-  building the step and compiling its functions, tuning and draws of both chains;
+* ``pm.sample`` (ours and PyMC's default), from a freshly built model: sampling is the
+  ``sampling_time`` PyMC measures around its loop over the tuning draws and draws of
+  both chains; set-up is the rest of the call (building the steps: reading the
+  structure, PyTensor's rewriting and compiling; the initial point; the conversion of
+  the draws);
 * NumPyro: each chain is one ``MCMC.run`` (``num_chains=1``: the kernel's
-  initialisation, warm-up and draws) until its draws are ready, less the time JAX spent
-  tracing, lowering and compiling in it (:func:`numpyro_runs`). A warm-up run of the
-  same MCMC object comes first, unmeasured, but does not make the measured runs
-  compile-free: ``MCMC.run`` compiles its sampling loop again at every call (about
-  0.3 s a chain here), so that time is measured by JAX's own monitoring events and
-  taken off.
+  initialisation, warm-up and draws) until its draws are ready; set-up is the time JAX
+  spent tracing, lowering and compiling in it, sampling the rest (:func:`numpyro_runs`).
+  A warm-up run of the same MCMC object comes first, unmeasured, but does not make the
+  measured runs compile-free: ``MCMC.run`` compiles its sampling loop again at every
+  call (about 0.3 s a chain here), so that time is measured by JAX's own monitoring
+  events.
 
-Neither counts the conversion of the draws or any diagnostic. The comparison favours
-NumPyro by PyTensor's compilation, which ``pm.sample``'s time includes and NumPyro's
-leaves out.
+ESS per second is per second of sampling for both, compilation left out of both, the
+package's tuning left in. The log density's ratio against NumPyro is also given per
+second of the whole run (set-up included on both sides), where PyTensor's compilation
+and the structure reading count against the package.
 
-Ratios ``ours / PyMC's default`` and ``ours / NumPyro`` of the median-site ESS per second
-are the median (min-max) over the seeds in which both runs converged (largest r-hat over
-sites at most :data:`RHAT_MAX`; a run that did not is marked and never counted as a
-speed-up). Correctness beside the speed: the largest ``|mean_ours - mean_NumPyro| /
+Ratios ``ours / PyMC's default`` (median site) and ``ours / NumPyro`` (median site and
+log density) are the median (min-max) over the seeds in which both runs converged
+(largest r-hat over sites at most :data:`RHAT_MAX`; a run that did not is marked and
+never counted as a speed-up). Correctness beside the speed: the largest ``|mean_ours - mean_NumPyro| /
 sqrt(MCSE_ours^2 + MCSE_NumPyro^2)`` over sites (and over the K - 1 free category
 frequencies of a Potts site), the chains of every seed pooled; above :data:`Z_MAX` the
 two disagree and the row says so.
@@ -250,34 +255,50 @@ LARGE_ISING = Lattice("Ising", 2, ISING.phrasings[:2], numpyro_ising, ISING.nump
 class Run(NamedTuple):
     """One sampler's run on one seed."""
 
-    #: median over sites of the bulk ESS, per second of the run's time (module docstring)
+    #: median over sites of the bulk ESS, per second of sampling (module docstring)
     site_ess_per_s: float
-    #: bulk ESS of the log density, per second of the run's time
+    #: bulk ESS of the log density, per second of sampling
     logp_ess_per_s: float
     #: largest r-hat over the sites that move
     rhat: float
+    #: sampling: tuning (warm-up) and draws of every chain
     seconds: float
     #: the draws, (chain, draw, site), as int8
     draws: np.ndarray
+    #: set-up: compilation and whatever else the run spent outside its sampling loop
+    setup_seconds: float = 0.0
 
-    @property
-    def outcome(self) -> SeedOutcome:
-        """The run as a ratio over seeds counts it (not converged: r-hat > RHAT_MAX)."""
+    def outcome(self, speed: str = "site") -> SeedOutcome:
+        """The run as a ratio over seeds counts it (not converged: r-hat > RHAT_MAX).
+
+        Parameters
+        ----------
+        speed : str
+            "site" (median-site ESS per second of sampling), "logp" (the log density's
+            ESS per second of sampling) or "logp, whole" (per second of set-up and
+            sampling).
+        """
         converged = self.rhat <= RHAT_MAX
-        return SeedOutcome(self.site_ess_per_s, None if converged else f"r-hat {self.rhat:.3f}")
+        value = {"site": self.site_ess_per_s, "logp": self.logp_ess_per_s,
+                 "logp, whole": self.logp_ess_per_s * self.seconds
+                 / (self.seconds + self.setup_seconds)}[speed]
+        return SeedOutcome(value, None if converged else f"r-hat {self.rhat:.3f}")
 
 
-def measured(x: np.ndarray, seconds: float, logp_model: pm.Model) -> Run:
-    """Measure draws ``x`` (chain, draw, site) that took ``seconds``.
+def measured(x: np.ndarray, seconds: float, logp_model: pm.Model,
+             setup_seconds: float = 0.0) -> Run:
+    """Measure draws ``x`` (chain, draw, site) whose sampling took ``seconds``.
 
     Parameters
     ----------
     x : numpy.ndarray
         Integer draws, (chain, draw, site).
     seconds : float
-        Wall time of the run (tuning or warm-up included).
+        Sampling time of the run (tuning or warm-up included, compilation not).
     logp_model : pymc.Model
         The PyMC model whose log density is evaluated at every draw (not timed).
+    setup_seconds : float
+        The run's time outside sampling (compilation included).
     """
     flat = x.reshape(*x.shape[:2], -1).astype(np.int64)
     values = flat.astype(float)
@@ -288,14 +309,15 @@ def measured(x: np.ndarray, seconds: float, logp_model: pm.Model) -> Run:
     moving = np.isfinite(ess) & (values.std(axis=(0, 1)) > 0)
     logp_ess = float(np.asarray(az.ess(logp_trace(logp_model, flat, "x"), method="bulk")))
     if not moving.any():
-        return Run(float("nan"), logp_ess / seconds, float("nan"), seconds, flat.astype(np.int8))
+        return Run(float("nan"), logp_ess / seconds, float("nan"), seconds,
+                   flat.astype(np.int8), setup_seconds)
     return Run(float(np.median(ess[moving])) / seconds, logp_ess / seconds,
-               float(np.nanmax(rhat[moving])), seconds, flat.astype(np.int8))
+               float(np.nanmax(rhat[moving])), seconds, flat.astype(np.int8), setup_seconds)
 
 
 def pymc_run(model: pm.Model, draws: int, tune: int, seed: int, logp_model: pm.Model) -> Run:
-    """A plain ``pm.sample`` of ``model`` (with whatever ``register()`` state is in effect),
-    timed whole, set-up included.
+    """A plain ``pm.sample`` of ``model`` (with whatever ``register()`` state is in effect):
+    sampling is PyMC's own ``sampling_time``, set-up the rest of the call.
 
     Parameters
     ----------
@@ -310,8 +332,9 @@ def pymc_run(model: pm.Model, draws: int, tune: int, seed: int, logp_model: pm.M
         tick = time.perf_counter()
         idata = pm.sample(draws, tune=tune, chains=CHAINS, cores=1, random_seed=seed,
                           progressbar=False, compute_convergence_checks=False)
-        seconds = time.perf_counter() - tick
-    return measured(idata.posterior["x"].values, seconds, logp_model)
+        whole = time.perf_counter() - tick
+    sampling = float(idata.posterior.attrs["sampling_time"])
+    return measured(idata.posterior["x"].values, sampling, logp_model, whole - sampling)
 
 
 def density_check(model: pm.Model, numpyro_model: Callable[[], None], n_values: int,
@@ -452,7 +475,8 @@ def numpyro_runs(numpyro_model: Callable[[], None], draws: int, tune: int,
         wall = sum(c[1] for c in chains)
         compiled = sum(c[2] for c in chains)
         seconds = wall - compiled if wall > compiled else float("nan")
-        runs.append(measured(np.stack([c[0] for c in chains]), seconds, logp_model))
+        runs.append(measured(np.stack([c[0] for c in chains]), seconds, logp_model,
+                             compiled))
         compiling.append(compiled)
         print(f"    {NUMPYRO}, seed {seed}: {wall:.1f} s, of which {compiled:.1f} s JAX "
               "compiling", flush=True)
@@ -489,8 +513,14 @@ def _rhat_cell(runs: list[Run]) -> str:
 
 
 def _speed_cells(runs: list[Run]) -> list[str]:
-    return [spread_over_seeds([r.site_ess_per_s for r in runs]),
+    return [spread_over_seeds([r.setup_seconds for r in runs], ".2f"),
+            spread_over_seeds([r.seconds for r in runs], ".2f"),
+            spread_over_seeds([r.site_ess_per_s for r in runs]),
             spread_over_seeds([r.logp_ess_per_s for r in runs]), _rhat_cell(runs)]
+
+
+def _ratio(ours: list[Run], base: list[Run], speed: str) -> str:
+    return ratio_over_seeds([r.outcome(speed) for r in ours], [r.outcome(speed) for r in base])
 
 
 class LatticeResult(NamedTuple):
@@ -529,7 +559,7 @@ def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
     pmd.unregister()
     baseline = [pymc_run(first(side), draws, tune, seed, logp_model) for seed in seeds]
     rows = [[name, first_phrasing, f"PyMC's default: {default_step}", "-",
-             *_speed_cells(baseline), "-", "-", "-"]]
+             *_speed_cells(baseline), "-", "-", "-", "-", "-"]]
     notes = []
     numpyro: list[Run] | None = None
     if with_numpyro:
@@ -542,10 +572,10 @@ def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
                      f"{spread_over_seeds(result.compile_seconds, '.2f')} s of JAX's tracing, "
                      "lowering and compiling are taken off.")
         rows.append([name, lattice.numpyro_phrasing, NUMPYRO, "-", *_speed_cells(numpyro),
-                     "-", "-", "-"])
+                     "-", "-", "-", "-", "-"])
     else:
-        rows.append([name, lattice.numpyro_phrasing, NUMPYRO, "-", *[NOT_INSTALLED] * 3,
-                     "-", "-", "-"])
+        rows.append([name, lattice.numpyro_phrasing, NUMPYRO, "-", *[NOT_INSTALLED] * 5,
+                     "-", "-", "-", "-", "-"])
     for phrasing, build in lattice.phrasings:
         model = build(side)
         choice = pmd.recommend([model["x"]], model=model)
@@ -556,16 +586,16 @@ def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
             ours = [pymc_run(build(side), draws, tune, seed, logp_model) for seed in seeds]
         finally:
             pmd.unregister()
-        against_pymc = ratio_over_seeds([r.outcome for r in ours], [r.outcome for r in baseline])
+        against_pymc = _ratio(ours, baseline, "site")
         if numpyro is None:
-            against_numpyro, means = NOT_INSTALLED, "-"
+            against_numpyro, means = [NOT_INSTALLED] * 3, "-"
         else:
-            against_numpyro = ratio_over_seeds([r.outcome for r in ours],
-                                               [r.outcome for r in numpyro])
+            against_numpyro = [_ratio(ours, numpyro, speed)
+                               for speed in ("site", "logp", "logp, whole")]
             z = means_gap(ours, numpyro, lattice.n_values)
             means = f"{z:.1f}" + (" (disagree)" if not z <= Z_MAX else "")
         rows.append([name, phrasing, f"register(): {choice.step.__name__}", colours,
-                     *_speed_cells(ours), against_pymc, against_numpyro, means])
+                     *_speed_cells(ours), against_pymc, *against_numpyro, means])
     return LatticeResult(rows, notes)
 
 
@@ -617,11 +647,10 @@ def main(quick: bool = False, smoke: bool = False, large: bool = False) -> None:
         "loop (JAX's default float32). "
         f"{CHAINS} chains one after the other, {b.draws} draws after {b.draws} warm-up "
         "iterations each, each chain one `MCMC.run` timed until its draws are ready "
-        "(initialisation, warm-up and draws) less the time JAX reports spending on "
-        "tracing, lowering and compiling in it: `MCMC.run` compiles its sampling loop "
-        "again at every call, even after an unmeasured first run of the same MCMC object "
-        "(which comes first all the same). The comparison therefore favours NumPyro by "
-        "PyTensor's compilation, which `pm.sample`'s time includes."
+        "(initialisation, warm-up and draws); set-up is the time JAX reports spending on "
+        "tracing, lowering and compiling in it (`MCMC.run` compiles its sampling loop "
+        "again at every call, even after an unmeasured first run of the same MCMC object, "
+        "which comes first all the same), sampling the rest."
         if with_numpyro else
         "NumPyro is not installed (`pip install -e .[bench]`): its rows and ratios say "
         "\"not installed\".")
@@ -636,10 +665,14 @@ def main(quick: bool = False, smoke: bool = False, large: bool = False) -> None:
         "the first phrasing of each lattice and against NumPyro. Median (min-max) over "
         "seeds of the median-site bulk ESS per second and of the bulk ESS of the log "
         "density per second (PyMC's log density of the first phrasing at every draw, "
-        "NumPyro's draws included, computed after the run), per second of the run's wall "
-        "time; for `pm.sample` the whole call (set-up and compilation included, tuning "
-        "included); the largest r-hat over sites and seeds. The ratios are those of the "
-        "median-site ESS per second, median (min-max) over the seeds in which both runs "
+        "NumPyro's draws included, computed after the run), per second of sampling: for "
+        "`pm.sample` PyMC's `sampling_time` (tuning and draws of both chains), set-up the "
+        "rest of the call (building the steps, PyTensor's compiling, the conversion of the "
+        "draws), both in seconds in their own columns; the largest r-hat over sites and "
+        "seeds. Compilation is left out of both ours and NumPyro's ESS per second, the "
+        "package's tuning left in; \"log density, whole run\" is the log density's ratio "
+        "per second of set-up and sampling on both sides. The ratios are "
+        "median (min-max) over the seeds in which both runs "
         f"converged (largest r-hat over sites at most {RHAT_MAX}; a run that did not is "
         "marked \"not converged\" and counts as no speed-up). \"site means vs NumPyro\": "
         "the largest |difference| / combined MCSE of the site frequencies P(x_i = k), "
@@ -649,9 +682,12 @@ def main(quick: bool = False, smoke: bool = False, large: bool = False) -> None:
         numpyro_text,
         *(["", *(f"* {n}" for n in notes)] if notes else []),
         "",
-        markdown_table(["lattice", "phrasing", "sampler", "colours", "median-site ESS/s",
-                        "ESS/s of the log density", "r-hat (max)", "ours / PyMC's default",
-                        "ours / NumPyro", "site means vs NumPyro (max z)"], table),
+        markdown_table(["lattice", "phrasing", "sampler", "colours", "set-up s", "sampling s",
+                        "median-site ESS/s", "ESS/s of the log density", "r-hat (max)",
+                        "ours / PyMC's default (median site)",
+                        "ours / NumPyro: median site", "ours / NumPyro: log density",
+                        "ours / NumPyro: log density, whole run",
+                        "site means vs NumPyro (max z)"], table),
     ])
     print(body)
     write_section("phrasings", body)
