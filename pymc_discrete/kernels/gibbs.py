@@ -124,20 +124,21 @@ def _row_transitions(table: np.ndarray, j: int, x: int, heat_bath_share: float,
         p[v] /= total
         if v != x:
             others_x += p[v]
+    p_x = p[x]
     moved = 0.0
     for v in range(k):
-        out[v] = 0.0
-        if v == x or not p[v] > 0.0:
-            continue
-        # 1 - p_v by subtraction: inaccurate only when p_v is close to 1, and then
-        # p_v / others_x (others_x >= p_v) is the smaller term
-        others_v = max(1.0 - p[v], others_x - p[v] + p[x])
-        # min(p_v / others_x, p_v / others_v), without dividing by an others_v that
-        # underflowed to 0 (a current value of probability below 1e-308)
-        metropolised = p[v] / max(others_x, others_v)
-        t = (1.0 - heat_bath_share) * metropolised + heat_bath_share * p[v]
+        t = 0.0  # computed before the store: ``out`` may be ``p``'s neighbour in memory
+        p_v = p[v]
+        if v != x and p_v > 0.0:
+            # 1 - p_v by subtraction: inaccurate only when p_v is close to 1, and then
+            # p_v / others_x (others_x >= p_v) is the smaller term
+            others_v = max(1.0 - p_v, others_x - p_v + p_x)
+            # min(p_v / others_x, p_v / others_v), without dividing by an others_v that
+            # underflowed to 0 (a current value of probability below 1e-308)
+            metropolised = p_v / max(others_x, others_v)
+            t = (1.0 - heat_bath_share) * metropolised + heat_bath_share * p_v
+            moved += t
         out[v] = t
-        moved += t
     out[x] = max(0.0, 1.0 - moved)
 
 
@@ -270,17 +271,48 @@ def update_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
     changed = 0
     delta = 0.0
     for j in range(n):
-        # row by row, drawn as draw_rows does: no (n, K) table of transitions
-        _row_transitions(table, j, current[j], heat_bath_share, p, row)
+        # :func:`_row_transitions`'s arithmetic, in the same order (the same draws to the
+        # bit, tested), written out here: through numba's function call a site's update
+        # costs twice as much
+        x = current[j]
+        top = -np.inf
+        for v in range(k):
+            top = max(top, table[j, v])
+        if not top > -np.inf:  # nothing is possible (the current value included): stay
+            continue
+        total = 0.0
+        for v in range(k):
+            t = table[j, v]
+            e = 1.0 if t == top else np.exp(t - top)
+            p[v] = e
+            total += e
+        others_x = 0.0
+        for v in range(k):
+            p[v] /= total
+            if v != x:
+                others_x += p[v]
+        p_x = p[x]
+        moved = 0.0
+        for v in range(k):
+            t = 0.0
+            p_v = p[v]
+            if v != x and p_v > 0.0:
+                others_v = max(1.0 - p_v, others_x - p_v + p_x)
+                t = ((1.0 - heat_bath_share) * (p_v / max(others_x, others_v))
+                     + heat_bath_share * p_v)
+                moved += t
+            row[v] = t
+        row[x] = max(0.0, 1.0 - moved)
+        u = uniforms[j]
         acc = 0.0
         for v in range(k):
             acc += row[v]
-            if uniforms[j] < acc:
-                drawn[j] = v
+            if u < acc:
+                if v != x:
+                    drawn[j] = v
+                    changed += 1
+                    delta += table[j, v]
                 break
-        if drawn[j] != current[j]:
-            changed += 1
-            delta += table[j, drawn[j]]
     return drawn, changed, delta
 
 

@@ -572,8 +572,10 @@ def count_problem(model, block, exact: ExactRatios, point: dict) -> str | None:
 def count_exact_ratios(model, block, initial_point: dict,
                        compile_kwargs: dict | None = None) -> ExactRatios:
     """The structure of a block of latent counts: which terms each count moves, read with
-    every site at its initial value and one above (the values of every probe)."""
+    every site at its initial value and one above (the values of every probe; the counts
+    are evaluated beyond them, so no piece is read from a table of those two)."""
     x0 = np.concatenate([np.ravel(initial_point[v.name]) for v in block]).astype(np.int64)
     return ExactRatios(model, block, initial_point,
                        make_shared_replacements(initial_point, block, model), compile_kwargs,
-                       n_categories=np.full(x0.size, 2, np.int64), offsets=x0)
+                       n_categories=np.full(x0.size, 2, np.int64), offsets=x0,
+                       within_values=False)

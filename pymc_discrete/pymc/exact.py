@@ -57,6 +57,7 @@ from pymc_discrete.pymc.dependencies import Unanalysable
 from pymc_discrete.pymc.setup_progress import SetupProgress
 from pymc_discrete.pymc.step_cost import exact_call
 from pymc_discrete.pymc.terms import block_pieces, without_checks
+from pymc_discrete.pymc.unary_tables import tabulate_unary_pieces
 
 __all__ = ["ExactRatios", "probe_points"]
 
@@ -122,6 +123,12 @@ class ExactRatios:
     offsets : ndarray of int64, optional
         Smallest value of every site (DiscreteUniform): the ratios and states are in site
         indices, ``value = offset + index``.
+    within_values : bool
+        Whether every state evaluated keeps each site within its ``n_categories`` values
+        (the block's support). Then a piece whose every element is a fixed function of
+        one site (a variable's own log density with fixed parameters) is read from a
+        table computed here (:mod:`~pymc_discrete.pymc.unary_tables`). False for latent
+        counts, whose states go beyond the two values the structure is read at.
 
     Attributes
     ----------
@@ -136,7 +143,8 @@ class ExactRatios:
         the superset where the graph was read, the probed dependencies of the pieces it
         could not be read for), ``method`` ("grouped", "site by site", or "grouped, and
         site by site for the terms not read"), ``groups`` (number
-        of groups of sites probed together), ``checks`` (single-site moves that checked
+        of groups of sites probed together), ``tabulated_pieces`` (pieces read from a
+        table), ``checks`` (single-site moves that checked
         them), ``rows`` (states at which all the terms were evaluated), ``rows_unread``
         (states at which the unread pieces' terms alone were), ``seconds`` per stage and
         in total, ``fallback`` (why the graph was not read whole, or the grouped
@@ -146,7 +154,7 @@ class ExactRatios:
 
     def __init__(
         self, model, value_vars, point, shared, compile_kwargs=None, seed=0, n_categories=None,
-        offsets=None,
+        offsets=None, within_values: bool = True,
     ):
         value_vars = list(value_vars)
         #: names of the block's value variables, in block order
@@ -171,11 +179,23 @@ class ExactRatios:
             # which terms read the model's other variables (a term that reads none is
             # the same at every draw), elementwise like the terms themselves
             others = [v for v in model.value_vars if v not in value_vars]
+            piece_reads = [variable_depends_on(piece, others) for piece in pieces]
             reads = pt.concatenate([
-                pt.ones_like(piece, dtype="bool") if variable_depends_on(piece, others)
-                else pt.zeros_like(piece, dtype="bool") for piece in pieces])
+                pt.ones_like(piece, dtype="bool") if read
+                else pt.zeros_like(piece, dtype="bool")
+                for piece, read in zip(pieces, piece_reads, strict=True)])
             [vector, reads, *joined_pieces], joined = join_nonshared_inputs(
                 point, [vector, reads, *pieces], value_vars, shared)
+            self._site_values = (np.full(n_sites, 2, dtype=np.int64)
+                                 if self.n_categories is None else self.n_categories)
+            # a discrete variable's own log density with fixed parameters, read from a
+            # table: PyTensor's code for it can cost more than the couplings beside it
+            values = np.concatenate([np.ravel(point[v.name]) for v in value_vars])
+            joined_pieces, n_tabulated = (tabulate_unary_pieces(
+                joined_pieces, piece_reads, joined, values.astype(joined.type.dtype),
+                self._site_values, self.offsets) if within_values else (joined_pieces, 0))
+            if n_tabulated:
+                vector = pt.concatenate(joined_pieces)
             #: the pieces the terms are concatenated from, as graphs of ``joined``: read
             #: one by one when the whole vector cannot be
             self._pieces = joined_pieces
@@ -209,9 +229,6 @@ class ExactRatios:
             self._fn.trust_input = True
             self.checks_held = True
             self._dtype = joined.type.dtype
-            # the values of every site, read at every colour of every sweep
-            self._site_values = (np.full(n_sites, 2, dtype=np.int64)
-                                 if self.n_categories is None else self.n_categories)
             self._max_values = int(self._site_values.max()) if n_sites else 2
             x0 = np.concatenate([np.ravel(point[v.name]) for v in value_vars]).astype(np.int64)
             if self.offsets is not None:
@@ -225,6 +242,7 @@ class ExactRatios:
         finally:
             seconds["total"] = progress.close()
         self.setup_report["seconds"] = seconds
+        self.setup_report["tabulated_pieces"] = n_tabulated
 
     def batch_terms(self, states: np.ndarray, checked: bool = True) -> np.ndarray:
         """Terms at every row of ``states`` (site indices; chunked so memory stays bounded):

@@ -108,22 +108,28 @@ def test_the_update_depends_on_differences_of_the_table_only(k):
                                site_transitions(ratios, current, HEAT_BATH_SHARE), rtol=1e-13)
 
 
+@pytest.mark.parametrize("k", [2, 3, 5])
 @pytest.mark.parametrize("share", [HEAT_BATH_SHARE, 0.5, 1.0])
-def test_two_valued_colours_draw_what_the_transition_rows_give(share):
-    """A colour of two-valued sites is updated without a row of transitions per site;
-    its draws, changes and log-density change are those of drawing from
-    :func:`site_transitions` row by row, to the bit, at every kind of log-ratio and at
-    uniforms on the rows' boundaries."""
-    rng = np.random.default_rng(11)
-    d = np.r_[rng.normal(scale=3.0, size=400), -800.0, 800.0, 0.0, -np.inf, np.nan, 1e-300]
-    current = rng.integers(0, 2, d.size)
-    table = np.zeros((d.size, 2))
-    table[np.arange(d.size), 1 - current] = d
+def test_a_colours_update_draws_what_the_transition_rows_give(k, share):
+    """A colour is updated without a row of transitions per site (two-valued sites in
+    closed form, others by the same arithmetic written out); its draws, changes and
+    log-density change are those of drawing from :func:`site_transitions` row by row,
+    to the bit, at every kind of log-ratio (-inf, NaN, huge) and at uniforms on the
+    rows' cumulative sums."""
+    rng = np.random.default_rng(11 + k)
+    n = 400
+    current = rng.integers(0, k, n)
+    table = rng.normal(scale=3.0, size=(n, k))
+    table[rng.random((n, k)) < 0.1] = -np.inf
+    table[:6, -1] = [-800.0, 800.0, 0.0, np.nan, 1e-300, -1e-300]
+    table[6] = -np.inf  # no value possible: the site stays
+    table[np.arange(n), current] = 0.0
+    table[6, current[6]] = -np.inf
     transitions = site_transitions(table, current, share)
-    first = transitions[:, 0]  # the cumulative sums the draw compares with
-    second = transitions[:, 0] + transitions[:, 1]
-    for uniforms in (rng.random(d.size), first, np.nextafter(first, 0.0), second,
-                     np.nextafter(second, 0.0), np.full(d.size, 1.0 - 1e-16)):
+    cumulative = np.cumsum(transitions, axis=1)
+    edges = [cumulative[:, v] for v in range(k)]
+    for uniforms in (rng.random(n), *edges, *(np.nextafter(e, 0.0) for e in edges),
+                     np.full(n, 1.0 - 1e-16)):
         drawn, changed, delta = update_colour(table, current, uniforms, share)
         expected = draw_rows(transitions, uniforms, current)
         moved = expected != current
