@@ -75,71 +75,91 @@ HEAT_BATH_SHARE = 0.1
 
 
 @njit_cached
-def _binary_row_transitions(d: float, x: int, heat_bath_share: float,
-                            out: np.ndarray) -> None:
-    """:func:`_row_transitions` of a site with two values, in closed form: with d the
+def _binary_move(d: float, heat_bath_share: float) -> float:
+    """Probability that a site with two values moves, in closed form: with d the
     log-ratio of the other value, ``p_other = sigmoid(d)`` and Metropolised Gibbs moves
     with probability ``min(1, p_other / p_x) = min(1, e^d)``, so the move has probability
-    ``(1 - s) min(1, e^d) + s sigmoid(d)`` (one exp)."""
-    if not d > -np.inf:  # the other value is impossible (or its ratio is NaN): stay
-        out[x] = 1.0
-        out[1 - x] = 0.0
-        return
+    ``(1 - s) min(1, e^d) + s sigmoid(d)`` (one exp); 0 where the other value is
+    impossible or its ratio NaN."""
+    if not d > -np.inf:
+        return 0.0
     if d < 0.0:
         e = np.exp(d)
-        move = (1.0 - heat_bath_share) * e + heat_bath_share * (e / (1.0 + e))
-    else:
-        e = np.exp(-d)
-        move = (1.0 - heat_bath_share) + heat_bath_share / (1.0 + e)
-    out[1 - x] = move
-    out[x] = max(0.0, 1.0 - move)
+        return (1.0 - heat_bath_share) * e + heat_bath_share * (e / (1.0 + e))
+    e = np.exp(-d)
+    return (1.0 - heat_bath_share) + heat_bath_share / (1.0 + e)
 
 
 @njit_cached
-def _row_transitions(table: np.ndarray, j: int, x: int, heat_bath_share: float,
-                     p: np.ndarray, out: np.ndarray) -> None:
-    """Row j of :func:`site_transitions` into ``out`` (``p``: scratch of length K)."""
-    k = table.shape[1]
-    if k == 2:
-        # the table need not be 0 at x (CollapsedNUTS draws from absolute log-probabilities)
-        _binary_row_transitions(table[j, 1 - x] - table[j, x], x, heat_bath_share, out)
-        return
-    top = -np.inf
-    for v in range(k):
-        top = max(top, table[j, v])
-    if not top > -np.inf:  # nothing is possible (the caller's state included): stay
+def _categorical_rows(table: np.ndarray, current: np.ndarray, heat_bath_share: float,
+                      uniforms: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """Every site's row of :func:`site_transitions` for sites with more than two values,
+    stored into ``rows`` when it has a row per site, and drawn from with ``uniforms``
+    when there is one per site (inverse CDF, as :func:`draw_rows`): the drawn values, the
+    number changed and the sum of the drawn values' log-ratios. One loop for both, with
+    the row in scratch memory: numba's calls of a function per site with array arguments
+    doubled a site's update."""
+    n, k = table.shape
+    store, draw = rows.shape[0] == n, uniforms.size == n
+    p = np.empty(k)
+    row = np.empty(k)
+    drawn = current.copy()
+    changed = 0
+    delta = 0.0
+    for j in range(n):
+        x = current[j]
+        top = -np.inf
         for v in range(k):
-            out[v] = 0.0
-        out[x] = 1.0
-        return
-    total = 0.0
-    for v in range(k):
-        t = table[j, v]
-        # the largest value's exp is 1 exactly: one exp a site fewer (a binary site's
-        # update then costs one)
-        p[v] = 1.0 if t == top else np.exp(t - top)
-        total += p[v]
-    others_x = 0.0  # summed, not 1 - p_x: accurate when p_x is close to 1
-    for v in range(k):
-        p[v] /= total
-        if v != x:
-            others_x += p[v]
-    p_x = p[x]
-    moved = 0.0
-    for v in range(k):
-        t = 0.0  # computed before the store: ``out`` may be ``p``'s neighbour in memory
-        p_v = p[v]
-        if v != x and p_v > 0.0:
-            # 1 - p_v by subtraction: inaccurate only when p_v is close to 1, and then
-            # p_v / others_x (others_x >= p_v) is the smaller term
-            others_v = max(1.0 - p_v, others_x - p_v + p_x)
-            # min(p_v / others_x, p_v / others_v), without dividing by an others_v that
-            # underflowed to 0 (a current value of probability below 1e-308)
-            metropolised = p_v / max(others_x, others_v)
-            t = (1.0 - heat_bath_share) * metropolised + heat_bath_share * p_v
-            moved += t
-        out[v] = t
-    out[x] = max(0.0, 1.0 - moved)
+            top = max(top, table[j, v])
+        if not top > -np.inf:  # nothing is possible (the current value included): stay
+            for v in range(k):
+                row[v] = 0.0
+            row[x] = 1.0
+        else:
+            total = 0.0
+            for v in range(k):
+                t = table[j, v]
+                # the largest value's exp is 1 exactly: one exp a site fewer
+                e = 1.0 if t == top else np.exp(t - top)
+                p[v] = e
+                total += e
+            others_x = 0.0  # summed, not 1 - p_x: accurate when p_x is close to 1
+            for v in range(k):
+                p[v] /= total
+                if v != x:
+                    others_x += p[v]
+            p_x = p[x]
+            moved = 0.0
+            for v in range(k):
+                t = 0.0
+                p_v = p[v]
+                if v != x and p_v > 0.0:
+                    # 1 - p_v by subtraction: inaccurate only when p_v is close to 1, and
+                    # then p_v / others_x (others_x >= p_v) is the smaller term
+                    others_v = max(1.0 - p_v, others_x - p_v + p_x)
+                    # min(p_v / others_x, p_v / others_v), without dividing by an
+                    # others_v that underflowed to 0 (a current value of probability
+                    # below 1e-308)
+                    t = ((1.0 - heat_bath_share) * (p_v / max(others_x, others_v))
+                         + heat_bath_share * p_v)
+                    moved += t
+                row[v] = t
+            row[x] = max(0.0, 1.0 - moved)
+        if store:
+            for v in range(k):
+                rows[j, v] = row[v]
+        if draw:
+            u = uniforms[j]
+            acc = 0.0
+            for v in range(k):
+                acc += row[v]
+                if u < acc:
+                    if v != x:
+                        drawn[j] = v
+                        changed += 1
+                        delta += table[j, v]
+                    break
+    return drawn, changed, delta
 
 
 @njit_cached
@@ -180,9 +200,14 @@ def site_transitions(table: np.ndarray, current: np.ndarray,
     """
     n, k = table.shape
     out = np.empty((n, k))
-    p = np.empty(k)
-    for j in range(n):
-        _row_transitions(table, j, current[j], heat_bath_share, p, out[j])
+    if k == 2:
+        for j in range(n):
+            x = current[j]
+            move = _binary_move(table[j, 1 - x] - table[j, x], heat_bath_share)
+            out[j, 1 - x] = move
+            out[j, x] = max(0.0, 1.0 - move)
+        return out
+    _categorical_rows(table, current, heat_bath_share, np.empty(0), out)
     return out
 
 
@@ -214,7 +239,7 @@ def draw_rows(transitions: np.ndarray, uniforms: np.ndarray, current: np.ndarray
 def _update_binary_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
                           heat_bath_share: float) -> tuple[np.ndarray, int, float]:
     """:func:`update_colour` of two-valued sites: the move probability of
-    :func:`_binary_row_transitions` and the same inverse-CDF draw (the cumulative sums in
+    :func:`_binary_move` and the same inverse-CDF draw (the cumulative sums in
     value order, a rounding shortfall keeping the current value), without a row of
     transitions per site: the same draws, about four times faster."""
     n = table.shape[0]
@@ -223,15 +248,7 @@ def _update_binary_colour(table: np.ndarray, current: np.ndarray, uniforms: np.n
     delta = 0.0
     for j in range(n):
         x = current[j]
-        d = table[j, 1 - x] - table[j, x]
-        if not d > -np.inf:  # the other value is impossible (or its ratio is NaN): stay
-            continue
-        if d < 0.0:
-            e = np.exp(d)
-            move = (1.0 - heat_bath_share) * e + heat_bath_share * (e / (1.0 + e))
-        else:
-            e = np.exp(-d)
-            move = (1.0 - heat_bath_share) + heat_bath_share / (1.0 + e)
+        move = _binary_move(table[j, 1 - x] - table[j, x], heat_bath_share)
         stay = max(0.0, 1.0 - move)
         u = uniforms[j]
         if x == 0:
@@ -262,58 +279,10 @@ def update_colour(table: np.ndarray, current: np.ndarray, uniforms: np.ndarray,
     >>> drawn.tolist(), n, delta
     ([0], 0, 0.0)
     """
-    n, k = table.shape
-    if k == 2:
+    if table.shape[1] == 2:
         return _update_binary_colour(table, current, uniforms, heat_bath_share)
-    p = np.empty(k)
-    row = np.empty(k)
-    drawn = current.copy()
-    changed = 0
-    delta = 0.0
-    for j in range(n):
-        # :func:`_row_transitions`'s arithmetic, in the same order (the same draws to the
-        # bit, tested), written out here: through numba's function call a site's update
-        # costs twice as much
-        x = current[j]
-        top = -np.inf
-        for v in range(k):
-            top = max(top, table[j, v])
-        if not top > -np.inf:  # nothing is possible (the current value included): stay
-            continue
-        total = 0.0
-        for v in range(k):
-            t = table[j, v]
-            e = 1.0 if t == top else np.exp(t - top)
-            p[v] = e
-            total += e
-        others_x = 0.0
-        for v in range(k):
-            p[v] /= total
-            if v != x:
-                others_x += p[v]
-        p_x = p[x]
-        moved = 0.0
-        for v in range(k):
-            t = 0.0
-            p_v = p[v]
-            if v != x and p_v > 0.0:
-                others_v = max(1.0 - p_v, others_x - p_v + p_x)
-                t = ((1.0 - heat_bath_share) * (p_v / max(others_x, others_v))
-                     + heat_bath_share * p_v)
-                moved += t
-            row[v] = t
-        row[x] = max(0.0, 1.0 - moved)
-        u = uniforms[j]
-        acc = 0.0
-        for v in range(k):
-            acc += row[v]
-            if u < acc:
-                if v != x:
-                    drawn[j] = v
-                    changed += 1
-                    delta += table[j, v]
-                break
-    return drawn, changed, delta
+    return _categorical_rows(table, current, heat_bath_share, uniforms,
+                             np.empty((0, table.shape[1])))
 
 
 @njit_cached

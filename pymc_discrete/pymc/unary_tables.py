@@ -12,8 +12,13 @@ values (computed by the piece's own graph) and their dependencies (each on its o
 A piece is tabulated only when its graph proves it: it reads none of the model's other
 variables, every element depends on at most one site (the graph's dependency superset,
 :func:`~pymc_discrete.pymc.dependencies.dependency_superset`, which is sound), and no
-parameter check of it reads the block's sites. A value outside a site's support reads
--inf, as the piece itself gives there.
+parameter check of it reads the block's sites. And only where it pays, by what the
+graph does rather than by timing it: the piece gathers by the sites' values (an
+advanced index whose indices read the block, which PyTensor evaluates as a loop over
+the batch of states), and a site has at most :data:`MAX_COMPARED_VALUES` values, so
+the table is read by comparisons fused into one elementwise loop. A piece that is
+elementwise already (``Bernoulli(0.5)``, ``alpha * s``) is one fused loop as it is. A
+value outside a site's support reads -inf, as the piece itself gives there.
 """
 
 from __future__ import annotations
@@ -25,15 +30,31 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import Mode
 from pytensor.graph.basic import Variable
-from pytensor.graph.traversal import variable_depends_on
+from pytensor.graph.traversal import toposort, variable_depends_on
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.subtensor import AdvancedSubtensor
 
 from pymc_discrete.pymc import dependencies
 from pymc_discrete.pymc.terms import without_checks
 
-__all__ = ["tabulate_unary_pieces", "unary_table"]
+__all__ = ["gathers_by_sites", "tabulate_unary_pieces", "unary_table"]
 
 #: most table entries (terms x values) of one piece: beyond it the piece is left as it is
 MAX_TABLE_ENTRIES = 10_000_000
+#: most values a site may have for its table to be read by comparisons (one fused
+#: elementwise loop, K comparisons an element)
+MAX_COMPARED_VALUES = 8
+
+
+def gathers_by_sites(piece: Variable, joined: Variable) -> bool:
+    """Whether ``piece`` indexes an array by the sites' values (an advanced index whose
+    indices read ``joined``): what a table read by comparisons saves."""
+    for node in toposort([piece]):
+        op = node.op.core_op if isinstance(node.op, Blockwise) else node.op
+        if isinstance(op, AdvancedSubtensor) and any(
+                variable_depends_on(i, [joined]) for i in node.inputs[1:]):
+            return True
+    return False
 
 
 def unary_table(piece: Variable, joined: Variable, values: np.ndarray,
@@ -60,8 +81,13 @@ def unary_table(piece: Variable, joined: Variable, values: np.ndarray,
         ``table[t, v]`` the term t with its site at v (-inf for v outside the site's
         values), ``site[t]`` the site term t depends on (0 for a term that depends on
         none: its row is one value); None when the piece is not such a function (an
-        element depends on two sites, a check reads the sites) or cannot be evaluated.
+        element depends on two sites, a check reads the sites), does not gather by the
+        sites' values, has sites of more than :data:`MAX_COMPARED_VALUES` values, or
+        cannot be evaluated.
     """
+    k = int(site_values.max()) if site_values.size else 0
+    if k > MAX_COMPARED_VALUES or not gathers_by_sites(piece, joined):
+        return None
     unchecked, held = without_checks(piece, joined)
     if variable_depends_on(held, [joined]):
         return None
@@ -70,7 +96,7 @@ def unary_table(piece: Variable, joined: Variable, values: np.ndarray,
     except dependencies.Unanalysable:
         return None
     counts = np.diff(superset.term_ptr)
-    n_terms, k = counts.size, int(site_values.max()) if site_values.size else 0
+    n_terms = counts.size
     if n_terms == 0 or (counts > 1).any() or n_terms * k > MAX_TABLE_ENTRIES:
         return None
     site = np.zeros(n_terms, np.int64)
@@ -99,32 +125,19 @@ def unary_table(piece: Variable, joined: Variable, values: np.ndarray,
     return table, site
 
 
-#: most values a site may have for its table to be read by comparisons (one fused
-#: elementwise loop, K comparisons an element); beyond it, by a gather
-MAX_COMPARED_VALUES = 8
-
-
 def _lookup(table: np.ndarray, site: np.ndarray, joined: Variable,
-            site_values: np.ndarray, offsets: np.ndarray | None) -> Variable:
+            offsets: np.ndarray | None) -> Variable:
     """The graph reading term t at ``table[t, value of site[t]]``, -inf outside the
     site's values."""
-    n_terms, k = table.shape
+    k = table.shape[1]
     value = joined[pt.as_tensor(site)]
     if offsets is not None:
         value = value - pt.as_tensor(offsets[site])
-    if k <= MAX_COMPARED_VALUES:
-        # nested switches on constant columns: PyTensor fuses them into one
-        # elementwise loop, where a gather batched over states is not
-        out = pt.as_tensor(np.float64(-np.inf))
-        for v in range(k - 1, -1, -1):
-            out = pt.switch(pt.eq(value, v), pt.as_tensor(table[:, v]), out)
-        return out
-    # one -inf column at the end of every row for values outside the support
-    flat = np.concatenate([table, np.full((n_terms, 1), -np.inf)], axis=1).ravel()
-    inside = pt.and_(pt.ge(value, 0), pt.lt(value, pt.as_tensor(site_values[site])))
-    base = pt.as_tensor(np.arange(n_terms, dtype=np.int64) * (k + 1))
-    index = pt.switch(inside, base + value, base + k)
-    return pt.as_tensor(flat)[index]
+    # nested switches on constant columns: PyTensor fuses them into one elementwise loop
+    out = pt.as_tensor(np.float64(-np.inf))
+    for v in range(k - 1, -1, -1):
+        out = pt.switch(pt.eq(value, v), pt.as_tensor(table[:, v]), out)
+    return out
 
 
 def tabulate_unary_pieces(pieces: Sequence[Variable], reads_others: Sequence[bool],
@@ -154,6 +167,6 @@ def tabulate_unary_pieces(pieces: Sequence[Variable], reads_others: Sequence[boo
         if found is None:
             out.append(piece)
             continue
-        out.append(_lookup(*found, joined, site_values, offsets))
+        out.append(_lookup(*found, joined, offsets))
         n += 1
     return out, n

@@ -14,7 +14,11 @@ from pymc.pytensorf import make_shared_replacements
 
 import pymc_discrete as pmd
 from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.unary_tables import tabulate_unary_pieces, unary_table
+from pymc_discrete.pymc.unary_tables import (
+    MAX_COMPARED_VALUES,
+    tabulate_unary_pieces,
+    unary_table,
+)
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 
 
@@ -67,19 +71,36 @@ def test_pieces_that_are_not_a_function_of_one_site_are_kept():
     reads the sites are left as they are."""
     x = pt.vector("x", dtype="int64")
     mu = pt.scalar("mu")
-    coupling = pt.cast(x[1:] * x[:-1], "float64")
-    reading = mu * pt.cast(x, "float64")
+    table = pt.as_tensor(np.array([0.1, 0.7]))
+    coupling = table[x[1:]] * table[x[:-1]]
+    reading = mu * table[x]
     values, ks = np.zeros(3, np.int64), np.full(3, 2)
     assert unary_table(coupling, x, values, ks, None) is None
     _, n = tabulate_unary_pieces([coupling, reading], [False, True], x, values, ks, None)
     assert n == 0
     with pm.Model() as model:
-        z = pm.Bernoulli("z", 0.5, shape=3)
+        z = pm.Categorical("z", np.array([0.2, 0.3, 0.5]), shape=3)
         pm.Bernoulli("y", 0.2 + 0.3 * z, observed=np.ones(3))  # its check reads z
-    exact = _exact(model, "z")
+    exact = _exact(model, "z", n_categories=np.full(3, 3))
     # the prior is tabulated; the likelihood, whose check 0 <= p <= 1 reads z, is not
     assert exact.setup_report["tabulated_pieces"] == 1
     assert not exact.layout.value_rows_only
+
+
+def test_only_pieces_that_gather_by_the_sites_and_have_few_values_are_tabulated():
+    """An elementwise piece (a Bernoulli prior, a linear field) is one fused loop as it
+    is, and sites of more than MAX_COMPARED_VALUES values would need a gather to read a
+    table: neither is tabulated."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.3, shape=4)
+        pm.Potential("field", pt.sum(np.arange(4.0) * x) + 0.5 * x[0] * x[1])
+    assert _exact(model, "x").setup_report["tabulated_pieces"] == 0
+    k = MAX_COMPARED_VALUES + 1
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(k) / k, shape=2)
+        pm.Potential("pair", 0.5 * pt.eq(z[0], z[1]))
+    assert _exact(model, "z", n_categories=np.full(2, k)).setup_report[
+        "tabulated_pieces"] == 0
 
 
 def test_latent_counts_are_never_tabulated():
@@ -113,11 +134,14 @@ def test_blocked_gibbs_with_a_tabulated_prior_matches_the_joint_distribution():
 
 
 @pytest.mark.parametrize("lower", [0, 3])
-def test_a_discrete_uniform_prior_with_an_offset_is_tabulated_in_site_indices(lower):
-    """DiscreteUniform(lower, lower + 4) sites: values are offset + index; the table is
-    read by index and the terms equal the untabulated ones at every state."""
+def test_a_gather_by_offset_sites_is_tabulated_in_site_indices(lower):
+    """DiscreteUniform(lower, lower + 4) sites (values are offset + index) with a weight
+    looked up by value: the table is read by site index and the terms equal the
+    untabulated ones at every state."""
+    weights = np.log(np.array([0.1, 0.2, 0.3, 0.25, 0.15]))
     with pm.Model() as model:
         d = pm.DiscreteUniform("d", lower, lower + 4, shape=2)
+        pm.Potential("weight", pt.as_tensor(weights)[d - lower])
         pm.Potential("pull", -0.3 * (d[0] - d[1]) ** 2)
     ks, offsets = np.array([5, 5]), np.full(2, lower)
     tabulated = _exact(model, "d", n_categories=ks, offsets=offsets)
