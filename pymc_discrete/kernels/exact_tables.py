@@ -207,15 +207,7 @@ def colour_value_states(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarr
     ...                     2).tolist()
     [[1, 0, 1], [0, 0, 0], [1, 0, 1]]
     """
-    states = np.empty((1 + k, x.size), dtype=x.dtype)
-    for row in range(1 + k):
-        for i in range(x.size):  # element by element: numba's slice copy costs more at these sizes
-            states[row, i] = x[i]
-    for j in range(sites.size):
-        i = sites[j]
-        for v in range(n_categories[i]):
-            states[1 + v, i] = v
-    return states
+    return _value_states(x, sites, n_categories, k, 1)
 
 
 @njit_cached
@@ -230,14 +222,22 @@ def value_rows(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarray,
     >>> value_rows(np.array([1, 0, 1]), np.array([0, 2]), np.array([2, 2, 2]), 2).tolist()
     [[0, 0, 0], [1, 0, 1]]
     """
-    states = np.empty((k, x.size), dtype=x.dtype)
-    for row in range(k):
-        for i in range(x.size):  # element by element, as colour_value_states
+    return _value_states(x, sites, n_categories, k, 0)
+
+
+@njit_cached
+def _value_states(x: np.ndarray, sites: np.ndarray, n_categories: np.ndarray, k: int,
+                  first: int) -> np.ndarray:
+    """``first`` rows of ``x`` (0 or 1), then for every value v the state with every
+    site of ``sites`` set to v (sites with at most v values unchanged)."""
+    states = np.empty((first + k, x.size), dtype=x.dtype)
+    for row in range(first + k):
+        for i in range(x.size):  # element by element: numba's slice copy costs more at these sizes
             states[row, i] = x[i]
     for j in range(sites.size):
         i = sites[j]
         for v in range(n_categories[i]):
-            states[v, i] = v
+            states[first + v, i] = v
     return states
 
 
@@ -286,22 +286,11 @@ def value_row_conditionals(terms: np.ndarray, site_ptr: np.ndarray, site_terms: 
     (8.0, [[-1.0, 0.0], [0.0, 1.0]])
     """
     current = terms[0].copy()
-    table = np.full((sites.size, k), -np.inf)
     for j in range(sites.size):
         i = sites[j]
-        base = x[i]
         for p in range(site_ptr[i], site_ptr[i + 1]):
-            current[site_terms[p]] = terms[base, site_terms[p]]
-        for v in range(n_categories[i]):
-            if v == base:
-                table[j, v] = 0.0
-                continue
-            total = 0.0
-            for p in range(site_ptr[i], site_ptr[i + 1]):
-                t = site_terms[p]
-                total += terms[v, t] - terms[base, t]
-            if total > -np.inf:  # NaN and -inf: the value is impossible
-                table[j, v] = total
+            current[site_terms[p]] = terms[x[i], site_terms[p]]
+    table = _conditional_table(terms, site_ptr, site_terms, sites, x, n_categories, k, 0)
     return _pairwise_sum(current), table
 
 
@@ -331,14 +320,30 @@ def colour_conditional_table(terms: np.ndarray, site_ptr: np.ndarray,
         0 at the current value, -inf at values a site does not have and where the log
         density is -inf or NaN.
     """
+    return _conditional_table(terms, site_ptr, site_terms, sites, x, n_categories, k, 1)
+
+
+@njit_cached
+def _conditional_table(terms: np.ndarray, site_ptr: np.ndarray, site_terms: np.ndarray,
+                       sites: np.ndarray, x: np.ndarray, n_categories: np.ndarray, k: int,
+                       first: int) -> np.ndarray:
+    """``d(i, v)`` of the sites of one colour, site i's terms summed in their order:
+    value v's row is ``first + v``; x's row is 0 when ``first`` is 1 (x evaluated
+    itself), else ``x_i``'s value row (:func:`value_row_conditionals`). 0 at the
+    current value, -inf at values a site does not have and where the log density is
+    -inf or NaN."""
     out = np.full((sites.size, k), -np.inf)
     for j in range(sites.size):
         i = sites[j]
+        base = 0 if first else x[i]
         for v in range(n_categories[i]):
             if v == x[i]:
                 out[j, v] = 0.0
                 continue
-            total = site_term_change(terms, 1 + v, site_ptr, site_terms, i)
+            total = 0.0
+            for p in range(site_ptr[i], site_ptr[i + 1]):
+                t = site_terms[p]
+                total += terms[first + v, t] - terms[base, t]
             if total > -np.inf:  # NaN and -inf: the value is impossible
                 out[j, v] = total
     return out

@@ -190,6 +190,7 @@ class ExactRatios:
                                  if self.n_categories is None else self.n_categories)
             # a discrete variable's own log density with fixed parameters, read from a
             # table: PyTensor's code for it can cost more than the couplings beside it
+            # the block at the point, in the graph's own values
             values = np.concatenate([np.ravel(point[v.name]) for v in value_vars])
             joined_pieces, n_tabulated = (tabulate_unary_pieces(
                 joined_pieces, piece_reads, joined, values.astype(joined.type.dtype),
@@ -230,7 +231,7 @@ class ExactRatios:
             self.checks_held = True
             self._dtype = joined.type.dtype
             self._max_values = int(self._site_values.max()) if n_sites else 2
-            x0 = np.concatenate([np.ravel(point[v.name]) for v in value_vars]).astype(np.int64)
+            x0 = values.astype(np.int64)
             if self.offsets is not None:
                 x0 = x0 - self.offsets
             self._rows = 1
