@@ -8,7 +8,9 @@ whose field is written as ``pt.sum(alpha * s)``, ``pt.dot(alpha, s)``, ``alpha @
 edge list; a Potts lattice (K = 3, agreements of neighbours) written with slices and
 ``pt.eq``, an edge list, or one-hot rows ``pt.eye(K)[z]``. For each phrasing:
 ``pmd.register()`` and a plain ``pm.sample`` (2 chains one after the other, ``cores=1``),
-the step it chose and the number of colours. Beside it, on each lattice, two baselines:
+the step it chose and the number of colours. Beside it, on each lattice, two baselines
+(every sampler, and every phrasing, runs its seeds in a fresh Python process of its
+own: what a run leaves in a process slowed the next one's sampling by up to a fifth):
 
 * PyMC's default: the same plain ``pm.sample`` without ``register()``, on the first
   phrasing of each lattice;
@@ -70,9 +72,11 @@ them the NumPyro rows and ratios say "not installed" and the rest runs as before
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
@@ -250,6 +254,10 @@ POTTS = Lattice("Potts, K = 3", K, (
 ), numpyro_potts, "Categorical sites, == of slices in one numpyro.factor")
 #: the large lattice of ``--large``: the Ising model in its two main phrasings
 LARGE_ISING = Lattice("Ising", 2, ISING.phrasings[:2], numpyro_ising, ISING.numpyro_phrasing)
+
+
+#: the lattices by the name a fresh process looks them up with
+LATTICES = {"ising": ISING, "potts": POTTS, "large ising": LARGE_ISING}
 
 
 class Run(NamedTuple):
@@ -484,6 +492,38 @@ def numpyro_runs(numpyro_model: Callable[[], None], draws: int, tune: int,
     return NumPyroRuns(runs, first_seconds, compiling)
 
 
+def _pymc_runs(lattice: str, phrasing: int, side: int, draws: int, tune: int,
+               seeds: tuple[int, ...], registered: bool) -> list[Run]:
+    """:func:`pymc_run` of one phrasing of ``LATTICES[lattice]`` over the seeds, with or
+    without ``register()`` (run in a process of its own, :func:`in_fresh_process`)."""
+    phrasings = LATTICES[lattice].phrasings
+    logp_model = phrasings[0][1](side)
+    build = phrasings[phrasing][1]
+    if registered:
+        pmd.register()
+    return [pymc_run(build(side), draws, tune, seed, logp_model) for seed in seeds]
+
+
+def _numpyro_runs(lattice: str, side: int, draws: int, tune: int,
+                  seeds: tuple[int, ...]) -> NumPyroRuns:
+    """:func:`numpyro_runs` of ``LATTICES[lattice]`` (in a process of its own)."""
+    model = LATTICES[lattice]
+    return numpyro_runs(model.numpyro_model(side), draws, tune, seeds,
+                        model.phrasings[0][1](side))
+
+
+def in_fresh_process(function: Callable, *args: object) -> object:
+    """``function(*args)`` in a new Python process, which exits after it.
+
+    Every sampler runs in a process of its own: what an earlier run left in a process
+    (PyMC's and PyTensor's caches, JAX's threads and compiled code, the allocator's
+    state) slowed a later run's sampling by up to a fifth when they shared one.
+    """
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(function, *args).result()
+
+
 def means_gap(ours: list[Run], theirs: list[Run], n_values: int) -> float:
     """Largest ``|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` over the site
     frequencies ``P(x_i = k)``, k = 1 .. n_values - 1, the chains of every seed pooled
@@ -530,15 +570,15 @@ class LatticeResult(NamedTuple):
     notes: list[str]
 
 
-def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
+def lattice_rows(key: str, side: int, draws: int, tune: int,
                  seeds: tuple[int, ...], with_numpyro: bool) -> LatticeResult:
     """PyMC's default, NumPyro's ``DiscreteGibbs`` and one row per phrasing with
     ``register()``.
 
     Parameters
     ----------
-    lattice : Lattice
-        The model.
+    key : str
+        The model, a key of :data:`LATTICES`.
     side : int
         Lattice side.
     draws, tune : int
@@ -548,6 +588,7 @@ def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
     with_numpyro : bool
         Whether NumPyro is importable (else its cells say "not installed").
     """
+    lattice = LATTICES[key]
     name = f"{lattice.name}, {side} x {side}"
     first_phrasing, first = lattice.phrasings[0]
     logp_model = first(side)  # the log density every run's draws are measured with
@@ -556,15 +597,14 @@ def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
         print(f"  {name}: {check}", flush=True)
     default_step = step_name(assigned_step(first(side), registered=False, start={}))
     print(f"  {name}: PyMC's default ({default_step})", flush=True)
-    pmd.unregister()
-    baseline = [pymc_run(first(side), draws, tune, seed, logp_model) for seed in seeds]
+    baseline = in_fresh_process(_pymc_runs, key, 0, side, draws, tune, seeds, False)
     rows = [[name, first_phrasing, f"PyMC's default: {default_step}", "-",
              *_speed_cells(baseline), "-", "-", "-", "-", "-"]]
     notes = []
     numpyro: list[Run] | None = None
     if with_numpyro:
         print(f"  {name}: {NUMPYRO}", flush=True)
-        result = numpyro_runs(lattice.numpyro_model(side), draws, tune, seeds, logp_model)
+        result = in_fresh_process(_numpyro_runs, key, side, draws, tune, seeds)
         numpyro = result.runs
         notes.append(f"{name}: {check}. NumPyro's unmeasured first chain took "
                      f"{result.first_seconds:.1f} s; a measured run ({CHAINS} chains) "
@@ -576,16 +616,12 @@ def lattice_rows(lattice: Lattice, side: int, draws: int, tune: int,
     else:
         rows.append([name, lattice.numpyro_phrasing, NUMPYRO, "-", *[NOT_INSTALLED] * 5,
                      "-", "-", "-", "-", "-"])
-    for phrasing, build in lattice.phrasings:
+    for index, (phrasing, build) in enumerate(lattice.phrasings):
         model = build(side)
         choice = pmd.recommend([model["x"]], model=model)
         colours = choice.n_colours if choice.n_colours is not None else "-"
         print(f"  {name}: {phrasing}: register() ({choice.step.__name__})", flush=True)
-        pmd.register()
-        try:
-            ours = [pymc_run(build(side), draws, tune, seed, logp_model) for seed in seeds]
-        finally:
-            pmd.unregister()
+        ours = in_fresh_process(_pymc_runs, key, index, side, draws, tune, seeds, True)
         against_pymc = _ratio(ours, baseline, "site")
         if numpyro is None:
             against_numpyro, means = [NOT_INSTALLED] * 3, "-"
@@ -627,7 +663,8 @@ def main(quick: bool = False, smoke: bool = False, large: bool = False) -> None:
     size = size_name(quick, smoke)
     b = BUDGETS[size]
     with_numpyro = numpyro_available()
-    cases = [(ISING, b.side), (POTTS, b.side)] + ([(LARGE_ISING, b.large_side)] if large else [])
+    cases = [("ising", b.side), ("potts", b.side)] + (
+        [("large ising", b.large_side)] if large else [])
     table, notes = [], []
     for lattice, side in cases:
         result = lattice_rows(lattice, side, b.draws, b.draws, b.seeds, with_numpyro)

@@ -52,6 +52,7 @@ from pymc_discrete.kernels.structure import (
     transpose_csr,
 )
 from pymc_discrete.pymc import dependencies, setup_progress
+from pymc_discrete.pymc.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.dependencies import Unanalysable
 from pymc_discrete.pymc.setup_progress import SetupProgress
@@ -216,7 +217,8 @@ class ExactRatios:
             #: at states near x need not hold at x itself)
             self._checks_read_sites = variable_depends_on(held, [joined])
             batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
-            terms_b, held_b = vectorize_graph([unchecked, held], replace={joined: batch})
+            terms_b, held_b = flatten_batched_gathers(
+                vectorize_graph([unchecked, held], replace={joined: batch}))
             # row by row: a check that fails at one state must not touch the others (the
             # checked graph, vectorised, reduces its conditions over the whole batch)
             held_b = pt.broadcast_to(held_b, (batch.shape[0],))
@@ -387,7 +389,7 @@ class ExactRatios:
         parts = [without_checks(piece, joined)[0] for piece in self._pieces]
         vector = pt.concatenate(parts)[pt.as_tensor(unread)]
         batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
-        terms = vectorize_graph(vector, replace={joined: batch})
+        [terms] = flatten_batched_gathers([vectorize_graph(vector, replace={joined: batch})])
         fn = pm_compile([batch], pt.broadcast_to(terms, (batch.shape[0], unread.size)),
                         **(self._compile_kwargs or {}))
         offsets = self.offsets
