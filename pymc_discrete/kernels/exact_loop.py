@@ -62,10 +62,13 @@ def terms_at(target, extra, states, offsets, like, rows):
 
 @njit_cached
 def set_failed_rows(terms, held):
-    """Set the rows where a check failed to -inf; whether every check held."""
+    """Set the rows where a check failed to -inf; whether every check held. ``held`` has
+    a value per row, or one for all rows (no check reads the sites)."""
+    flat = held.ravel()
+    per_row = flat.size > 1
     all_held = True
     for r in range(terms.shape[0]):
-        if not held[r]:
+        if not flat[r if per_row else 0]:
             all_held = False
             terms[r, :] = -np.inf
     return all_held
@@ -76,7 +79,7 @@ def exact_flip_ratios(*args):
     """``(sites as float64, terms, shared values, layout) -> (log density, exact flip
     ratios)`` of a binary block, from the batched terms ``terms`` (a
     :class:`~pymc_discrete.kernels.first_class.FirstClassTarget` of ``(states, *shared
-    values) -> (terms (rows, M), checks held (rows,))``) with ``layout = (colour,
+    values) -> (terms (rows, M), checks held (rows,) or ())``) with ``layout = (colour,
     n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)`` (see
     :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`).
 

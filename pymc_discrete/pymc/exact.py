@@ -220,8 +220,9 @@ class ExactRatios:
             terms_b, held_b = flatten_batched_gathers(
                 vectorize_graph([unchecked, held], replace={joined: batch}))
             # row by row: a check that fails at one state must not touch the others (the
-            # checked graph, vectorised, reduces its conditions over the whole batch)
-            held_b = pt.broadcast_to(held_b, (batch.shape[0],))
+            # checked graph, vectorised, reduces its conditions over the whole batch).
+            # A check that reads no site is one value for the whole batch, broadcast by
+            # the callers: an Alloc in the graph cost seconds of numba compilation cold
             progress("compiling the batched terms")
             #: the batched graph, compiled again in NUMBA mode by :meth:`compiled_terms`
             self._batch_graph = ([batch], [terms_b, held_b])
@@ -257,11 +258,13 @@ class ExactRatios:
         states = np.ascontiguousarray(states, dtype=self._dtype)
         if states.shape[0] <= self._rows:
             terms, held = self._fn(states)
+            held = np.broadcast_to(held, terms.shape[:1])
         else:
             parts = [self._fn(states[i : i + self._rows])
                      for i in range(0, states.shape[0], self._rows)]
             terms = np.concatenate([part[0] for part in parts])
-            held = np.concatenate([part[1] for part in parts])
+            held = np.concatenate([np.broadcast_to(part[1], part[0].shape[:1])
+                                   for part in parts])
         self.checks_held = bool(held.all())
         if checked and not self.checks_held:
             terms[~held] = -np.inf  # a fresh output array of the compiled function
