@@ -14,8 +14,14 @@ and compiled before is under control:
   empty: what a new user's first run pays. Python's bytecode (``.pyc``) and the operating
   system's file cache are not reset (an install writes the first; the second is the
   machine's);
-* **warm**: the same process run again with the same two folders, the second run
-  measured.
+* **new model**: a fresh ``base_compiledir`` (every PyTensor graph, the model's and
+  the package's batched terms, compiled anew) with a ``NUMBA_CACHE_DIR`` that the same
+  kind of measurement on another model (:data:`WARM_UP_MODEL`, an Ising 6x6 lattice)
+  filled first: what a user pays for a model the machine has not seen, once the
+  package's own kernels are compiled (numba compiles them once per machine and argument
+  types, not per model);
+* **warm**: the same process run again with the same two folders as cold, the second
+  run measured.
 
 Each kind of measurement has its own fresh folders (one model: ours, PyMC's and the
 phases each start cold), and runs in its own process:
@@ -66,6 +72,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,6 +143,10 @@ MODELS: dict[str, Case] = {
     "ising100": Case("Ising 100x100 (10,000 sites)", _EXAMPLES, "ising_model", {"side": 100}),
     "ising6": Case("Ising 6x6 (36 sites)", _EXAMPLES, "ising_model", {"side": 6}),
 }
+
+
+#: the model whose run fills the numba cache of the "new model" measurements
+WARM_UP_MODEL = "ising6"
 
 
 def discrete_free_rvs(model: pm.Model) -> list:
@@ -280,8 +291,9 @@ def run_child(spec: dict, caches: Path | None) -> dict:
 
 @dataclass
 class ModelResult:
-    """Every measurement of one model: kind -> {"cold": result, "warm": result}
-    (``cold`` absent where only warm runs were made), and the sampling runs."""
+    """Every measurement of one model: kind -> {"cold": result, "new model": result,
+    "warm": result} (only ``warm`` where no cold runs were made), and the sampling
+    runs."""
 
     name: str
     runs: dict
@@ -291,7 +303,8 @@ class ModelResult:
 def measure_model(name: str, cold: bool, draws: int) -> ModelResult:
     """Run the measurements of one model: for each of ours, PyMC's and the phases, a cold
     and a warm run in fresh cache folders (with ``cold=False``: one run with the
-    machine's own caches), then the two sampling runs (``draws`` draws after as many
+    machine's own caches; and with ``cold``, a "new model" run: module docstring), then
+    the two sampling runs (``draws`` draws after as many
     tuning draws) in the warm folders of ours and PyMC's."""
     runs: dict = {}
     sampling: dict = {}
@@ -299,6 +312,13 @@ def measure_model(name: str, cold: bool, draws: int) -> ModelResult:
         for kind in ("ours", "pymc", "phases"):
             caches = Path(tmp) / kind if cold else None
             runs[kind] = {}
+            if cold:
+                # the package's kernels compiled on another model, every graph anew
+                seen = Path(tmp) / f"{kind}-new-model"
+                print(f"  {name}: {kind}, new model (after {WARM_UP_MODEL})", flush=True)
+                run_child({"model": WARM_UP_MODEL, "kind": kind}, seen)
+                shutil.rmtree(seen / "pytensor", ignore_errors=True)
+                runs[kind]["new model"] = run_child({"model": name, "kind": kind}, seen)
             for temperature in ("cold", "warm") if cold else ("warm",):
                 print(f"  {name}: {kind}, {temperature}", flush=True)
                 runs[kind][temperature] = run_child({"model": name, "kind": kind}, caches)
@@ -330,14 +350,15 @@ def first_draw_table(results: list[ModelResult]) -> str:
     for r in results:
         row = [MODELS[r.name].title, r.runs["ours"]["warm"]["steps"],
                r.runs["pymc"]["warm"]["steps"]]
-        for temperature in ("cold", "warm"):
+        for temperature in ("cold", "new model", "warm"):
             ours = _get(r, "ours", temperature, "wall")
             pymc = _get(r, "pymc", temperature, "wall")
             row += [cell(ours, ".2f"), cell(pymc, ".2f"), cell(_diff(ours, pymc), "+.2f")]
         rows.append(row)
     return markdown_table(["model", "register() assigns", "PyMC's default assigns",
                            "cold: ours s", "cold: PyMC s", "cold: ours - PyMC s",
-                           "warm: ours s", "warm: PyMC s", "warm: ours - PyMC s"], rows)
+                           "new model: ours s", "new model: PyMC s",
+                           "new model: ours - PyMC s", "warm: ours s", "warm: PyMC s", "warm: ours - PyMC s"], rows)
 
 
 def phases_table(results: list[ModelResult], temperatures: tuple[str, ...]) -> str:
@@ -454,7 +475,7 @@ def main(quick: bool = False, smoke: bool = False) -> None:
     for name in b.models:
         print(f"{name} ...", flush=True)
         results.append(measure_model(name, b.cold, b.draws))
-    temperatures = ("cold", "warm") if b.cold else ("warm",)
+    temperatures = ("cold", "new model", "warm") if b.cold else ("warm",)
     caches = ("cold and warm, each kind of measurement in its own fresh cache folders"
               if b.cold else
               "warm only, with the machine's own caches (no cold runs at this size)")
@@ -465,8 +486,12 @@ def main(quick: bool = False, smoke: bool = False) -> None:
 Every number is from its own fresh Python process, one run per cell ({caches}).
 **Cold**: `PYTENSOR_FLAGS=base_compiledir=<fresh folder>` and
 `NUMBA_CACHE_DIR=<fresh folder>`, so PyTensor's C and numba caches and numba's cache of
-the package's kernels start empty (a new user's first run); **warm**: the same process
-again with the same folders. The times exclude the imports and the building of the model
+the package's kernels start empty (a new user's first run); **new model**: a fresh
+`base_compiledir` with a `NUMBA_CACHE_DIR` that the same measurement on an Ising 6x6
+lattice filled first, so that every PyTensor graph (the model's, the package's batched
+terms) is compiled anew while the package's own numba kernels, compiled once per
+machine, are loaded (a model the machine has not seen before); **warm**: the cold
+process again with the same folders. The times exclude the imports and the building of the model
 (last table). **Ours**: `pmd.register()` and `pm.sample(draws=1, tune=1, chains=1,
 cores=1)`; **PyMC**: the same call without `register()`. The difference is what the
 package's set-up costs beyond PyMC's.
