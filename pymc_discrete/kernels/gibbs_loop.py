@@ -191,7 +191,8 @@ def first_class_gibbs_loop(target: CompiledTerms, n_sites: int, like: np.ndarray
     Parameters
     ----------
     target : numba dispatcher
-        ``(states, *extra) -> (terms (rows, M), checks held (rows,) or one for all rows ())``, star-args.
+        ``(states, *extra) -> (terms (rows, M), checks held)``, star-args; the checks
+        have a value per row (rows,) or one for all rows ().
     n_sites : int
         Number of sites of a state.
     like : ndarray
