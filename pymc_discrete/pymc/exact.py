@@ -219,6 +219,7 @@ class ExactRatios:
             batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
             terms_b, held_b = flatten_batched_gathers(
                 vectorize_graph([unchecked, held], replace={joined: batch}))
+            held_b = held_b.astype("bool")  # pt.constant(True) is int8: ~ must be logical
             # row by row: a check that fails at one state must not touch the others (the
             # checked graph, vectorised, reduces its conditions over the whole batch).
             # A check that reads no site is one value for the whole batch, broadcast by
@@ -258,7 +259,6 @@ class ExactRatios:
         states = np.ascontiguousarray(states, dtype=self._dtype)
         if states.shape[0] <= self._rows:
             terms, held = self._fn(states)
-            held = np.broadcast_to(held, terms.shape[:1])
         else:
             parts = [self._fn(states[i : i + self._rows])
                      for i in range(0, states.shape[0], self._rows)]
@@ -267,7 +267,8 @@ class ExactRatios:
                                    for part in parts])
         self.checks_held = bool(held.all())
         if checked and not self.checks_held:
-            terms[~held] = -np.inf  # a fresh output array of the compiled function
+            # a fresh output array of the compiled function
+            terms[~np.broadcast_to(held, terms.shape[:1])] = -np.inf
         return terms
 
     def _superset(self, vector, joined, x0, shared, progress, analysis) -> tuple:
