@@ -280,7 +280,7 @@ def test_small_spike_and_slab_settings_and_recommendation():
     ``recommend`` sums the indicators out (the spike is 0.1 of the slab, at least
     ``SPIKE_CROSSED``)."""
     import pymc_discrete as pmd
-    from pymc_discrete.pymc.recommend import SPIKE_CROSSED
+    from pymc_discrete.pymc.choosing.recommend import SPIKE_CROSSED
 
     X, y = am.simulate_spike_and_slab()
     assert X.shape == (100, 4) and y.shape == (100,)

@@ -35,7 +35,7 @@ PUBLIC = dict(_public_objects())
 
 
 def test_the_public_api_is_found():
-    assert "pymc_discrete.pymc.albp.ALBP" in PUBLIC
+    assert "pymc_discrete.pymc.steps.albp.ALBP" in PUBLIC
     assert "pymc_discrete.kernels.pas.pafs_step" in PUBLIC
 
 
@@ -58,7 +58,9 @@ def test_public_object_has_a_numpydoc_docstring_with_an_example(name):
 
 
 DOCTEST_MODULES = [
+    "pymc_discrete.adaptation.acceptance_curve",
     "pymc_discrete.adaptation.dual_averaging",
+    "pymc_discrete.adaptation.fixed_scale",
     "pymc_discrete.adaptation.scale",
     "pymc_discrete.adaptation.scale_mixture",
     "pymc_discrete.adaptation.steps_per_draw",
@@ -71,8 +73,8 @@ DOCTEST_MODULES = [
     "pymc_discrete.kernels.sampling",
     "pymc_discrete.kernels.weights",
     "pymc_discrete.example_models",
-    "pymc_discrete.pymc.register",
-    "pymc_discrete.pymc.validation",
+    "pymc_discrete.pymc.choosing.register",
+    "pymc_discrete.pymc.model.validation",
     "pymc_discrete.samcmc.kernel",
 ]
 

@@ -6,7 +6,8 @@ from pymc_discrete.adaptation.dual_averaging import (
     dual_averaging_init,
     dual_averaging_update,
 )
-from pymc_discrete.adaptation.scale import FixedScale, ScaleAdapter
+from pymc_discrete.adaptation.fixed_scale import FixedScale
+from pymc_discrete.adaptation.scale import ScaleAdapter
 
 __all__ = [
     "DualAveragingState",

@@ -7,8 +7,14 @@ path inside it): :mod:`~pymc_discrete.kernels.albp` (and its compiled multi-step
 (locally balanced weights), :mod:`~pymc_discrete.kernels.ratios` (the layouts of the
 local log-ratios a kernel takes), :mod:`~pymc_discrete.kernels.sampling` (ordered picks),
 :mod:`~pymc_discrete.kernels.sum_tree`, :mod:`~pymc_discrete.kernels.common` (number of
-changes, Metropolis-Hastings decision, step info) and
-:mod:`~pymc_discrete.kernels.structure` (exact ratios by graph colouring).
+changes, Metropolis-Hastings decision, step info). Exact ratios by graph colouring:
+:mod:`~pymc_discrete.kernels.structure` (which terms each site changes),
+:mod:`~pymc_discrete.kernels.colouring`, :mod:`~pymc_discrete.kernels.exact_tables` (local
+ratios and Gibbs conditionals from batched terms, with
+:mod:`~pymc_discrete.kernels.exact_local_ratios`,
+:mod:`~pymc_discrete.kernels.exact_conditionals` and
+:mod:`~pymc_discrete.kernels.pairwise_sum`). Chains:
+:mod:`~pymc_discrete.kernels.chain` and :mod:`~pymc_discrete.kernels.forward_backward`.
 
 Randomness
 ----------

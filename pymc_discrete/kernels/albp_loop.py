@@ -258,7 +258,7 @@ def init_compiled_lb_state(
         Weight function code (:data:`~pymc_discrete.kernels.weights.WEIGHT_CODES`).
     source : callable, optional
         A Python callable ``x -> (logp, ratios)`` running ``target`` itself (e.g. the
-        :class:`~pymc_discrete.pymc.compiled.CompiledRatios` it belongs to). Without it
+        :class:`~pymc_discrete.pymc.model.compiled.CompiledRatios` it belongs to). Without it
         the state is computed by a numba function specialised on ``target``, compiled
         again in every process: numba cannot cache it.
 

@@ -1,6 +1,6 @@
 """Exact local log-ratios inside compiled code.
 
-:class:`~pymc_discrete.pymc.exact.ExactRatios` evaluates the model's batched terms from
+:class:`~pymc_discrete.pymc.model.exact.ExactRatios` evaluates the model's batched terms from
 Python; here the terms are the NUMBA-mode build of the same PyTensor graph, and the states,
 the terms and the ratios are computed in one compiled function with the signature of a
 compiled gradient target, ``(sites as float64, *extra) -> (log density, ratios)``, so the
@@ -81,7 +81,7 @@ def exact_flip_ratios(*args):
     :class:`~pymc_discrete.kernels.first_class.FirstClassTarget` of ``(states, *shared
     values) -> (terms (rows, M), checks held (rows,) or ())``) with ``layout = (colour,
     n_colours, site_ptr, site_terms, n_categories, k, offsets, like, rows)`` (see
-    :meth:`~pymc_discrete.pymc.exact.ExactRatios.compiled_target`).
+    :meth:`~pymc_discrete.pymc.model.exact.ExactRatios.compiled_target`).
 
     Every argument is star-args, as in PyTensor's NUMBA-mode functions, so the compiled
     loops call both kinds of target alike; the terms come as a pointer, so numba caches

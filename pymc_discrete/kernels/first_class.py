@@ -51,7 +51,7 @@ class FirstClassTarget(types.WrapperAddressProtocol):
     -----
     The address is valid in this process only: steps keep these objects among what they
     rebuild after being pickled into a worker process
-    (:meth:`~pymc_discrete.pymc.compiled.CompiledRatios.specialised`).
+    (:meth:`~pymc_discrete.pymc.model.compiled.CompiledRatios.specialised`).
     """
 
     def __init__(self, target, x: np.ndarray, extra: tuple) -> None:

@@ -51,7 +51,7 @@ __all__ = [
 #: binary sites) a draw costs the evaluation of about 170 such sweeps, a price worth
 #: paying where single-site moves must cross states of low probability, and one that
 #: doubles with every further binary site. At this limit the evaluation also stays one
-#: batched call (``pymc_discrete.pymc.exact.MAX_BATCH_VALUES`` = 2**22 values) for blocks
+#: batched call (``pymc_discrete.pymc.model.exact.MAX_BATCH_VALUES`` = 2**22 values) for blocks
 #: of up to 1024 terms, and the listed states take at most 4096 x 12 integers (every site
 #: has at least two values).
 JOINT_MAX_STATES = 4096

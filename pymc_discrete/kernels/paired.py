@@ -31,7 +31,7 @@ earlier point) too high, so ``log p - log q`` varies by tens of units over the
 conditional and the flips are practically never accepted.
 
 The model's gradient, Hessian and the fit's last Newton step are PyTensor graphs, built
-by :class:`~pymc_discrete.pymc.paired.PairedFlip`; here are the ascent that drives them
+by :class:`~pymc_discrete.pymc.steps.paired.PairedFlip`; here are the ascent that drives them
 and what the Metropolis-Hastings step does with the fit.
 """
 

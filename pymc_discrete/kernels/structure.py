@@ -21,6 +21,9 @@ changes exactly as if that site had moved alone. Random single-site moves then c
 the decoding, and anything the superset cannot explain raises
 :class:`StructureMismatch` (the caller falls back to brute force).
 
+Colouring lives in :mod:`~pymc_discrete.kernels.colouring`, the compiled decoding of a
+grouped probe in :mod:`~pymc_discrete.kernels.grouped_probes`.
+
 Pure numpy/numba; the caller supplies the batched evaluator of T.
 """
 
@@ -32,7 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_discrete.kernels.jit import njit_cached
+from pymc_discrete.kernels.colouring import greedy_colouring_csr, transpose_csr
+from pymc_discrete.kernels.grouped_probes import _check_single, _decode_groups
 
 __all__ = [
     "DependencySuperset",
@@ -40,8 +44,6 @@ __all__ = [
     "TermStructure",
     "build_structure_csr",
     "discover_structure_csr",
-    "greedy_colouring_csr",
-    "transpose_csr",
 ]
 
 #: ``states (B, N) int64 -> terms (B, M) float64``
@@ -100,141 +102,6 @@ def _changed(base: np.ndarray, other: np.ndarray) -> np.ndarray:
     conservative; equal infinities (-inf at both) count as unchanged."""
     same = base == other
     return ~same
-
-
-# ---------------------------------------------------------------------------------------
-# CSR helpers
-
-
-def transpose_csr(
-    ptr: np.ndarray, flat: np.ndarray, n_cols: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Transpose CSR lists (rows -> columns), each output list sorted.
-
-    Parameters
-    ----------
-    ptr, flat : ndarray of int64
-        Row i holds ``flat[ptr[i]:ptr[i + 1]]``, entries in ``[0, n_cols)``.
-    n_cols : int
-        Number of columns.
-
-    Returns
-    -------
-    ptr_t, flat_t : ndarray of int64
-        Column j holds the rows that list j, in increasing order.
-    """
-    rows = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
-    order = np.argsort(flat, kind="stable")  # stable: rows stay increasing per column
-    ptr_t = np.zeros(n_cols + 1, dtype=np.int64)
-    ptr_t[1:] = np.cumsum(np.bincount(flat, minlength=n_cols))
-    return ptr_t, rows[order]
-
-
-# ---------------------------------------------------------------------------------------
-# Colouring
-
-
-@njit_cached
-def _hash_rows(ptr, flat):
-    out = np.empty(ptr.size - 1, dtype=np.uint64)
-    for k in range(ptr.size - 1):
-        h = np.uint64(1469598103934665603)
-        for p in range(ptr[k], ptr[k + 1]):
-            h = (h ^ np.uint64(flat[p] + 1)) * np.uint64(1099511628211)
-        out[k] = h ^ np.uint64(ptr[k + 1] - ptr[k])
-    return out
-
-
-@njit_cached
-def _distinct_rows(ptr, flat, hashes, order):
-    """Keep one row of every set of identical rows (and no empty row): rows sorted by
-    hash, every row compared exactly with the kept rows of its hash (collisions are
-    rare, so this is linear in practice)."""
-    m = ptr.size - 1
-    keep = np.zeros(m, dtype=np.bool_)
-    start = 0
-    while start < m:
-        stop = start + 1
-        while stop < m and hashes[order[stop]] == hashes[order[start]]:
-            stop += 1
-        for a in range(start, stop):
-            k = order[a]
-            n_k = ptr[k + 1] - ptr[k]
-            if n_k == 0:
-                continue
-            duplicate = False
-            for b in range(start, a):
-                j = order[b]
-                if not keep[j] or ptr[j + 1] - ptr[j] != n_k:
-                    continue
-                same = True
-                for q in range(n_k):
-                    if flat[ptr[k] + q] != flat[ptr[j] + q]:
-                        same = False
-                        break
-                if same:
-                    duplicate = True
-                    break
-            keep[k] = not duplicate
-        start = stop
-    return keep
-
-
-@njit_cached
-def _greedy_colour(n, site_ptr, site_terms, term_ptr, term_sites):
-    """Smallest colour not used by an earlier site sharing a term, in site order. Costs
-    the sum over terms of (sites of the term)^2."""
-    colour = np.full(n, -1, dtype=np.int64)
-    taken = np.full(n + 1, -1, dtype=np.int64)  # taken[c] == i: colour c is used near i
-    for i in range(n):
-        for p in range(site_ptr[i], site_ptr[i + 1]):
-            k = site_terms[p]
-            for q in range(term_ptr[k], term_ptr[k + 1]):
-                c = colour[term_sites[q]]
-                if c >= 0:
-                    taken[c] = i
-        c = 0
-        while taken[c] == i:
-            c += 1
-        colour[i] = c
-    return colour
-
-
-def greedy_colouring_csr(
-    site_ptr: np.ndarray, site_terms: np.ndarray, n_terms: int
-) -> tuple[np.ndarray, int]:
-    """Colour sites so that two sites sharing a term get different colours (greedy, in
-    site order), from CSR lists.
-
-    Terms with identical site lists are merged first (they add no constraint), so a
-    model where M terms all depend on the same N sites costs O(N^2), not O(M N^2).
-
-    Parameters
-    ----------
-    site_ptr, site_terms : ndarray of int64
-        The terms of site i are ``site_terms[site_ptr[i]:site_ptr[i + 1]]``.
-    n_terms : int
-        Number of terms M.
-
-    Returns
-    -------
-    colour : ndarray of int64, shape (N,)
-    n_colours : int
-    """
-    n = site_ptr.size - 1
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    site_ptr = np.asarray(site_ptr, dtype=np.int64)
-    site_terms = np.asarray(site_terms, dtype=np.int64)
-    term_ptr, term_sites = transpose_csr(site_ptr, site_terms, n_terms)
-    hashes = _hash_rows(term_ptr, term_sites)
-    keep = _distinct_rows(term_ptr, term_sites, hashes, np.argsort(hashes, kind="stable"))
-    kept = keep[site_terms]
-    site_of_entry = np.repeat(np.arange(n, dtype=np.int64), np.diff(site_ptr))
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum(np.bincount(site_of_entry[kept], minlength=n))
-    colour = _greedy_colour(n, ptr, site_terms[kept], term_ptr, term_sites)
-    return colour, int(colour.max()) + 1
 
 
 def build_structure_csr(site_ptr: np.ndarray, site_terms: np.ndarray, n_terms: int
@@ -386,90 +253,6 @@ def _brute_force(batch_terms, probes, rows_per_call, ks, moves, progress):
     site_ptr = np.zeros(n + 1, dtype=np.int64)
     site_ptr[1:] = np.cumsum(np.bincount(flat // m, minlength=n))
     return site_ptr, (flat % m).astype(np.int64)
-
-
-#: A change of a term by more than this (relative to max(1, |value|)) cannot be rounding
-#: noise of a batched evaluation. Only the *checks* use it (a smaller change that the
-#: superset cannot explain is not taken as proof that the superset is wrong); which
-#: terms a site changes is decided by exact comparison, as brute force does.
-NOISE = 1e-9
-
-
-@njit_cached
-def _significant(t, b):
-    """``t`` differs from ``b`` by more than rounding noise (NaN or inf: yes)."""
-    return not (abs(t - b) <= NOISE * max(1.0, abs(b)))
-
-
-@njit_cached
-def _position_in_group(k, g, term_ptr, term_sites, group, group_ptr, group_sites):
-    """Position (in term_sites) of the one site of group g that term k may depend on,
-    or -1. Scans the shorter list: a lattice term lists 1-2 sites of large groups, a
-    dense term all N sites of one-site groups."""
-    lo, hi = term_ptr[k], term_ptr[k + 1]
-    glo, ghi = group_ptr[g], group_ptr[g + 1]
-    if hi - lo <= 16 or hi - lo <= (ghi - glo) * 8:
-        for q in range(lo, hi):
-            if group[term_sites[q]] == g:
-                return q
-        return -1
-    for a in range(glo, ghi):
-        site = group_sites[a]
-        q = lo + np.searchsorted(term_sites[lo:hi], site)
-        if q < hi and term_sites[q] == site:
-            return q
-    return -1
-
-
-@njit_cached
-def _decode_groups(terms, first_group, term_ptr, term_sites, group, group_ptr,
-                   group_sites, moved, found, strong):
-    """Row 0 of ``terms`` is the base, row r >= 1 has group ``first_group + r - 1``
-    moved. Attribute every changed term to the one moved site of the group it may
-    depend on (``found``; ``strong`` if beyond rounding noise). Returns the flat
-    (row, term) index of a significant change no moved site can explain, or -1."""
-    m = terms.shape[1]
-    for r in range(1, terms.shape[0]):
-        g = first_group + r - 1
-        for k in range(m):
-            b = terms[0, k]
-            t = terms[r, k]
-            if t == b:
-                continue
-            q = _position_in_group(k, g, term_ptr, term_sites, group, group_ptr, group_sites)
-            if q >= 0 and moved[term_sites[q]]:
-                found[q] = True
-                if _significant(t, b):
-                    strong[q] = True
-            elif b == b and _significant(t, b):
-                # (a term NaN at the probe "changes" in every row: not an error)
-                return r * m + k
-    return -1
-
-
-@njit_cached
-def _check_single(terms, sites, term_ptr, term_sites, found, strong):
-    """Row 0 of ``terms`` is the base, row r >= 1 has ``sites[r - 1]`` moved alone.
-    Compare with the grouped decoding: a significant single-site change the groups did
-    not attribute to the site, or a significant grouped change the site alone does not
-    make, means the superset is wrong. Returns the flat (row, term) index of the first
-    such disagreement, or -1. Terms NaN at the probe are skipped."""
-    m = terms.shape[1]
-    for r in range(1, terms.shape[0]):
-        i = sites[r - 1]
-        for k in range(m):
-            b = terms[0, k]
-            if b != b:
-                continue
-            t = terms[r, k]
-            lo, hi = term_ptr[k], term_ptr[k + 1]
-            q = lo + np.searchsorted(term_sites[lo:hi], i)
-            listed = q < hi and term_sites[q] == i
-            if t != b and _significant(t, b) and not (listed and found[q]):
-                return r * m + k
-            if listed and strong[q] and t == b:
-                return r * m + k
-    return -1
 
 
 def _grouped(batch_terms, probes, rows_per_call, ks, moves, superset, n_checks, seed,

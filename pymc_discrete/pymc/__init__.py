@@ -1,17 +1,18 @@
 """PyMC glue: the only part of the package that imports PyMC or PyTensor."""
 
-from pymc_discrete.pymc.albp import ALBP
-from pymc_discrete.pymc.arwm import ARWM
-from pymc_discrete.pymc.chain import ChainGibbs
-from pymc_discrete.pymc.collapse import CollapsedNUTS, NotCollapsible
-from pymc_discrete.pymc.count_step import CountLBP
+from pymc_discrete.pymc.choosing.recommend import Recommendation, recommend
+from pymc_discrete.pymc.choosing.register import is_registered, register, unregister
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
-from pymc_discrete.pymc.gibbs import BlockedGibbs
-from pymc_discrete.pymc.joint import JointGibbs
-from pymc_discrete.pymc.paired import PairedFlip
-from pymc_discrete.pymc.pas import PAS
-from pymc_discrete.pymc.recommend import Recommendation, recommend
-from pymc_discrete.pymc.register import is_registered, register, unregister
+from pymc_discrete.pymc.steps.albp import ALBP
+from pymc_discrete.pymc.steps.arwm import ARWM
+from pymc_discrete.pymc.steps.chain import ChainGibbs
+from pymc_discrete.pymc.steps.count_step import CountLBP
+from pymc_discrete.pymc.steps.gibbs import BlockedGibbs
+from pymc_discrete.pymc.steps.joint import JointGibbs
+from pymc_discrete.pymc.steps.paired import PairedFlip
+from pymc_discrete.pymc.steps.pas import PAS
+from pymc_discrete.pymc.summing.collapsed_nuts import CollapsedNUTS
+from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 
 __all__ = [
     "ALBP",

@@ -16,8 +16,8 @@ from pymc.util import get_value_vars_from_user_vars
 from rich.progress import TextColumn
 from rich.table import Column
 
-from pymc_discrete.pymc.block_step import STALLED_DRAWS_FAILING
-from pymc_discrete.pymc.validation import check_choice, check_positive_int
+from pymc_discrete.pymc.model.validation import check_choice, check_positive_int
+from pymc_discrete.pymc.steps.block_step import STALLED_DRAWS_FAILING
 from pymc_discrete.samcmc.kernel import (
     COVARIANCES,
     PROPOSALS,
@@ -303,7 +303,7 @@ class SAMCMC(ArrayStepShared):
     @staticmethod
     def _make_progressbar_update_functions() -> tuple:
         """The draw's stats -> the bar's fields; a red bar after
-        :data:`~pymc_discrete.pymc.block_step.STALLED_DRAWS_FAILING` draws without an
+        :data:`~pymc_discrete.pymc.steps.block_step.STALLED_DRAWS_FAILING` draws without an
         accepted substitution."""
 
         def update_stats(stats: dict) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.arwm import WIDTH_SPREADS, ARWMState
+from pymc_discrete.pymc.steps.arwm import WIDTH_SPREADS, ARWMState
 from tests.pymc.checks import N_MCSE, means_within_mcse
 
 N_TRIALS, P_SUCCESS, N_SITES = 40, 0.3, 40

@@ -24,8 +24,8 @@ from scipy.stats import multivariate_normal
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import rbm_model
-from pymc_discrete.pymc import auto_proposal
-from pymc_discrete.pymc.reachability import (
+from pymc_discrete.pymc.steps import auto_proposal
+from pymc_discrete.pymc.steps.reachability import (
     PLAUSIBLE_LOG_RATIO,
     UNDERWEIGHT_LOG_MARGIN,
     move_log_probabilities,

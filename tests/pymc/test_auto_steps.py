@@ -226,8 +226,8 @@ def test_bad_compiled_loop_is_refused(coupled_model, value):
 def _numba_fails(monkeypatch):
     """Make every NUMBA-mode build fail, as an operation without a numba implementation
     in PyTensor would."""
-    import pymc_discrete.pymc.informed_step as informed
-    from pymc_discrete.pymc.exact import ExactRatios
+    import pymc_discrete.pymc.steps.informed_step as informed
+    from pymc_discrete.pymc.model.exact import ExactRatios
 
     real = informed.compile_gradient_ratios
 
@@ -259,7 +259,7 @@ def test_auto_falls_back_to_python_when_numba_cannot_compile(ring, monkeypatch, 
 
 def test_auto_exact_ratios_fall_back_when_their_terms_cannot_compile(ring, monkeypatch):
     """ALBP with exact ratios: the loop's target is built from the model's terms."""
-    from pymc_discrete.pymc.exact import ExactRatios
+    from pymc_discrete.pymc.model.exact import ExactRatios
 
     def terms(self):
         raise NotImplementedError("No Numba implementation for this Op")
@@ -273,7 +273,7 @@ def test_a_switch_to_exact_ratios_turns_an_automatic_loop_off_in_every_chain(rin
     """The gradient compiles in NUMBA mode, the model's terms do not: a chain that
     switches to exact ratios during tuning goes on in Python, and so does the next chain
     (restored to the gradient, then switching again), instead of raising."""
-    from pymc_discrete.pymc.exact import ExactRatios
+    from pymc_discrete.pymc.model.exact import ExactRatios
 
     step = pmd.ALBP([ring["x"]], model=ring, proposal="gradient")
     assert step.compiled_loop is True

@@ -12,7 +12,7 @@ from pytensor.graph.traversal import toposort
 from pytensor.tensor.blockwise import Blockwise
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.batched_gathers import flatten_batched_gathers
+from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 
 K = 3

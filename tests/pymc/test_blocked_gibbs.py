@@ -12,7 +12,7 @@ from pymc.pytensorf import make_shared_replacements
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model
 from pymc_discrete.kernels.exact_tables import colour_conditionals
-from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.model.exact import ExactRatios
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 from tests.pymc.test_exact_ratios import _brute_force_structure
 from tests.structure_lists import build_structure

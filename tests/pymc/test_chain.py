@@ -281,7 +281,7 @@ def test_the_chain_sum_op_is_the_forward_algorithm_and_its_gradient(mode):
     the same gradient; a second derivative is refused, not wrong."""
     import pytensor
 
-    from pymc_discrete.pymc.collapsed_chain import forward_log_normaliser
+    from pymc_discrete.pymc.summing.chain_sum import forward_log_normaliser
 
     def scan_reference(unary, pair):
         def step(phi, psi, alpha):

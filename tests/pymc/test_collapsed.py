@@ -5,6 +5,7 @@ by register(), and reproducibility."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 
@@ -17,8 +18,8 @@ from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 from scipy.special import gammaln
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc import collapse
-from pymc_discrete.pymc.auto_step import AutoStep
+from pymc_discrete.pymc.choosing.auto_step import AutoStep
+from pymc_discrete.pymc.summing import collapsible
 
 #: estimates must lie within this many standard errors of the exact answer
 N_SE = 4.5
@@ -361,7 +362,7 @@ def test_support_that_moves_away_from_the_probes_is_caught_while_sampling(monkey
     perturbed probes): construction passes, but the first draw of z at a theta past the
     threshold finds a value the sum counted impossible and raises NotCollapsible rather
     than go on biased."""
-    monkeypatch.setattr(collapse, "SUPPORT_PROBES", 0)
+    monkeypatch.setattr(collapsible, "SUPPORT_PROBES", 0)
     with pm.Model() as model:
         theta = pm.Normal("theta", 0.0, 1.0)
         z = pm.Bernoulli("z", 0.5, shape=2)
@@ -376,7 +377,7 @@ def test_a_sum_too_large_to_evaluate_at_every_nuts_step_is_refused(monkeypatch):
     """Terms x values above MAX_SUMMED_TERMS: CollapsedNUTS refuses and recommend() sweeps
     the block with BlockedGibbs instead, saying why."""
     model = _occupancy_model()
-    monkeypatch.setattr(collapse, "MAX_SUMMED_TERMS", 8)
+    monkeypatch.setattr(collapsible, "MAX_SUMMED_TERMS", 8)
     with model, pytest.raises(pmd.NotCollapsible, match="more than 8"):
         pmd.CollapsedNUTS([model["z"]])
     choice = pmd.recommend([model["z"]], model=model)
@@ -455,11 +456,13 @@ def test_pymc_lists_the_parts_under_their_documented_names(caplog):
     assert ">>CollapsedNUTS (exact draw): [z]" in caplog.text
     assert ">ARWM: [extra]" in caplog.text
     assert steps and not [line for line in steps if line.startswith("_")], steps
-    assert "_MarginalNUTS" not in caplog.text and "_ExactDraw" not in caplog.text
     nuts, draw = step[0].methods
-    assert isinstance(nuts, pm.NUTS)  # still the classes the code and pickles know
-    assert type(nuts).__qualname__ == "_MarginalNUTS"
-    assert type(draw).__qualname__ == "_ExactDraw"
+    assert isinstance(nuts, pm.NUTS)
+    # the classes the code and pickles know are public ones, documented where they live
+    for part in (nuts, draw):
+        assert not type(part).__qualname__.startswith("_"), type(part).__qualname__
+        assert type(part).__qualname__ not in caplog.text
+        assert inspect.getdoc(type(part))
 
 
 def test_target_accept_reaches_the_nuts_inside(registered):

@@ -14,7 +14,7 @@ from scipy.special import logsumexp
 from scipy.stats import beta, binom
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.collapse import NotCollapsible
+from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 from tests.pymc.checks import N_MCSE
 
 Y = np.array([[2, 3, 1], [5, 4, 6]])
@@ -306,10 +306,10 @@ def test_register_falls_back_to_count_lbp_when_the_sum_is_refused_at_sample_time
     the largest value scanned is impossible here, so a start where the sum is refused is
     simulated by a window read that fails) falls back to CountLBP and says why, instead
     of failing pm.sample."""
-    from pymc_discrete.pymc import collapse
+    from pymc_discrete.pymc.summing import collapsible
 
     model = _model("poisson")
-    original = collapse.read_count_window
+    original = collapsible.read_count_window
     calls = []
 
     def refuse_at_sample_time(*args, **kwargs):
@@ -318,11 +318,11 @@ def test_register_falls_back_to_count_lbp_when_the_sum_is_refused_at_sample_time
             raise ValueError("site 0 still holds more than the tolerated mass")
         return original(*args, **kwargs)
 
-    collapse.read_count_window = refuse_at_sample_time
+    collapsible.read_count_window = refuse_at_sample_time
     try:
         idata = _registered_sample(model, caplog, draws=50, tune=50, cores=1, random_seed=2)
     finally:
-        collapse.read_count_window = original
+        collapsible.read_count_window = original
     assert "chose CountLBP for [N]" in caplog.text
     assert "still holds more than the tolerated mass" in caplog.text
     assert (idata.posterior["N"].values >= Y.max(axis=1)).all()

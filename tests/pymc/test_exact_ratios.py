@@ -168,7 +168,7 @@ FAST = {"mode": "FAST_COMPILE"}  # no code generation: these tests are about set
 def _exact_ratios(model, n_categories=None):
     from pymc.pytensorf import make_shared_replacements
 
-    from pymc_discrete.pymc.exact import ExactRatios
+    from pymc_discrete.pymc.model.exact import ExactRatios
 
     value_vars = [model.rvs_to_values[model["x"]]]
     point = model.initial_point()
@@ -185,7 +185,7 @@ def _structure_lists(structure):
 def _brute_force_structure(exact, x0, n_categories=None, seed=0):
     """The original site-by-site probing at the probes set-up uses (the models below have
     no continuous variable, so set-up draws nothing before its probes)."""
-    from pymc_discrete.pymc.exact import probe_points
+    from pymc_discrete.pymc.model.exact import probe_points
     from tests.kernels.test_structure_discovery import brute_force_reference
 
     probes = probe_points(x0, n_categories, np.random.default_rng(seed))
@@ -281,8 +281,8 @@ def test_dependency_superset_is_sound_at_random_states():
     from pymc.pytensorf import join_nonshared_inputs, make_shared_replacements
     from pytensor.graph.traversal import variable_depends_on
 
-    from pymc_discrete.pymc.dependencies import dependency_superset
-    from pymc_discrete.pymc.terms import split_into_pieces
+    from pymc_discrete.pymc.model.dependencies import dependency_superset
+    from pymc_discrete.pymc.model.terms import split_into_pieces
 
     rng = np.random.default_rng(0)
     n = 12
@@ -352,8 +352,8 @@ def test_a_gather_with_varying_indices_reads_only_the_rows_it_can_reach():
     from pymc.pytensorf import join_nonshared_inputs, make_shared_replacements
     from pytensor.graph.traversal import variable_depends_on
 
-    from pymc_discrete.pymc.dependencies import dependency_superset
-    from pymc_discrete.pymc.terms import split_into_pieces
+    from pymc_discrete.pymc.model.dependencies import dependency_superset
+    from pymc_discrete.pymc.model.terms import split_into_pieces
 
     n, k = 10, 3
     rng = np.random.default_rng(1)
@@ -400,7 +400,7 @@ def test_setup_falls_back_term_by_term_when_the_analysis_gives_up(monkeypatch, m
     last join): each piece is read on its own, and only the pieces that still cannot be
     are probed site by site (none of them with a budget of 100, some with 40, every one
     with 10); the structure found is the same."""
-    from pymc_discrete.pymc import dependencies
+    from pymc_discrete.pymc.model import dependencies
 
     model = random_sparse_binary_model(18, 2)
     grouped, x0 = _exact_ratios(model)
@@ -431,7 +431,7 @@ def test_a_piece_the_graph_cannot_read_is_probed_on_its_own(monkeypatch):
     listed, and the ratios are those of the model read whole."""
     from pytensor.tensor.sort import SortOp
 
-    from pymc_discrete.pymc import dependencies
+    from pymc_discrete.pymc.model import dependencies
 
     def model_with_sort(side):
         model = ising_model(side)
@@ -484,7 +484,7 @@ def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, 
     """A bug in the graph analysis (simulated: a dependency dropped) is caught by the
     grouped discovery's checks, and set-up still ends with the right structure."""
     from pymc_discrete.kernels.structure import DependencySuperset
-    from pymc_discrete.pymc import dependencies
+    from pymc_discrete.pymc.model import dependencies
 
     model = ising_model(6)
     right, x0 = _exact_ratios(model)
@@ -514,7 +514,7 @@ def test_setup_with_a_wrong_superset_warns_and_probes_site_by_site(monkeypatch, 
 def test_slow_setup_says_what_it_is_doing(monkeypatch, caplog):
     """Past PROGRESS_AFTER seconds every stage is logged on a child of PyMC's logger
     (shown by PyMC's own stderr handler when logging is not configured)."""
-    from pymc_discrete.pymc import setup_progress
+    from pymc_discrete.pymc.model import setup_progress
 
     monkeypatch.setattr(setup_progress, "PROGRESS_AFTER", 0.0)
     with caplog.at_level("INFO", logger="pymc"):

@@ -19,10 +19,10 @@ from pymc.pytensorf import make_shared_replacements
 from scipy import stats
 
 import pymc_discrete as pmd
-import pymc_discrete.pymc.joint as joint_module
-from pymc_discrete.pymc.block_step import STATS_DTYPES_SHAPES
-from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.joint import JOINT_MAX_STATES
+import pymc_discrete.pymc.steps.joint as joint_module
+from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.steps.block_step import STATS_DTYPES_SHAPES
+from pymc_discrete.pymc.steps.joint import JOINT_MAX_STATES
 from tests.pymc.joint import N_MCSE, assert_joint_frequencies_match, enumerate_block
 
 #: P(wet grass | rain, sprinkler), indexed [rain, sprinkler]

@@ -23,7 +23,11 @@ from pymc_discrete.kernels.paired import (
     metropolis_log_ratio,
     newton_ascent,
 )
-from pymc_discrete.pymc.paired import scaled_coefficients, spike_to_slab, switched_coefficients
+from pymc_discrete.pymc.model.pairing import (
+    scaled_coefficients,
+    spike_to_slab,
+    switched_coefficients,
+)
 from tests.pymc.joint import assert_joint_frequencies_match
 
 #: means must lie within this many Monte Carlo standard errors of the exact ones

@@ -10,7 +10,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc import auto_proposal
+from pymc_discrete.pymc.steps import auto_proposal
 from tests.pymc.checks import means_within_mcse, sample
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 

@@ -11,7 +11,7 @@ import pytest
 from pymc.pytensorf import make_shared_replacements
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.exact import ExactRatios
+from pymc_discrete.pymc.model.exact import ExactRatios
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 
 L = 5

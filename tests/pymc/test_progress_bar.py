@@ -15,7 +15,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.block_step import STALLED_DRAWS_FAILING, SiteBlockStep
+from pymc_discrete.pymc.steps.block_step import STALLED_DRAWS_FAILING, SiteBlockStep
 from tests.pymc.checks import sample
 
 

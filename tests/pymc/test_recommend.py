@@ -10,8 +10,8 @@ import pytest
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model
-from pymc_discrete.pymc.auto_step import AutoStep
-from pymc_discrete.pymc.recommend import GIBBS_MAX_COLOURS
+from pymc_discrete.pymc.choosing.auto_step import AutoStep
+from pymc_discrete.pymc.choosing.recommend import GIBBS_MAX_COLOURS
 
 
 def test_independent_indicators_next_to_continuous_parameters_are_summed_out():

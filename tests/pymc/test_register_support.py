@@ -13,7 +13,7 @@ import pytest
 from pymc.step_methods.compound import Competence
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.auto_step import AutoStep
+from pymc_discrete.pymc.choosing.auto_step import AutoStep
 
 #: variables PyMC samples (with Metropolis) that the package's steps refuse, and a word
 #: of the reason the log gives for each

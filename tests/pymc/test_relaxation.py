@@ -11,7 +11,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.compiled import compile_gradient_ratios
+from pymc_discrete.pymc.model.compiled import compile_gradient_ratios
 from tests.exact import all_states
 
 

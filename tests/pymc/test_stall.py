@@ -14,7 +14,7 @@ import pytest
 import pymc_discrete as pmd
 from pymc_discrete.adaptation.scale_mixture import SMALL_SCALE_SHARE, scale_for_draw
 from pymc_discrete.example_models import gallery_mixture
-from pymc_discrete.pymc.stall import STALLED_DRAWS_FAILING, StallWatch, chain_index
+from pymc_discrete.pymc.steps.stall import STALLED_DRAWS_FAILING, StallWatch, chain_index
 from tests.exact import (
     albp_matrix,
     assert_irreducible_and_aperiodic,

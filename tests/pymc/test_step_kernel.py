@@ -9,7 +9,7 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.step_kernel import StepKernel
+from pymc_discrete.pymc.steps.step_kernel import StepKernel
 
 
 def _coupled_model() -> pm.Model:

@@ -131,7 +131,7 @@ def test_parallel_chains_under_spawn(mixed_model, mixed_truth):
 
 
 def test_register_makes_pm_sample_pick_the_recommended_step(mixed_model, mixed_truth, caplog):
-    from pymc_discrete.pymc.auto_step import AutoStep
+    from pymc_discrete.pymc.choosing.auto_step import AutoStep
 
     _, selected = assign_step_methods(mixed_model, None)
     assert pm.BinaryGibbsMetropolis in selected

@@ -13,8 +13,8 @@ import pytest
 from pymc.pytensorf import make_shared_replacements
 
 import pymc_discrete as pmd
-from pymc_discrete.pymc.exact import ExactRatios
-from pymc_discrete.pymc.unary_tables import (
+from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.unary_tables import (
     MAX_COMPARED_VALUES,
     tabulate_unary_pieces,
     unary_table,

@@ -1,0 +1,190 @@
+"""The model's log density split into the elementwise terms that depend on a block.
+
+The terms are what exact local ratios and Gibbs conditionals evaluate: each variable's
+elementwise log density and every potential split at its sums (:func:`split_into_pieces`),
+raveled into one float64 vector. Parameter checks that depend on the block are taken out of
+the terms' graph and reported as one boolean (:func:`without_checks`), so that a check's
+reduction over a whole array does not read as a dependency of every term on every site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.rewriting import inline_ofg_node
+from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import toposort, variable_depends_on
+from pytensor.raise_op import CheckAndRaise
+from pytensor.scalar import basic as ps
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot, Sum
+from pytensor.tensor.shape import Reshape, SpecifyShape
+
+__all__ = ["block_pieces", "block_terms", "piece_sizes", "split_into_pieces",
+           "states_as_constants", "without_checks"]
+
+
+def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variable]:
+    """Split a log-density term into pieces whose total equals its total, as finely as the
+    graph allows: a sum becomes its summand, a scalar sum of scalars its operands, and a
+    scalar product with a factor that does not depend on the block is distributed.
+
+    Parameters
+    ----------
+    term : Variable
+        A log-density term (any shape; its elements are summed).
+    block : sequence of Variable
+        The block's value variables.
+
+    Returns
+    -------
+    list of Variable
+        Pieces (any shapes) with ``sum(p.sum() for p in pieces) == term.sum()``.
+    """
+    node = term.owner
+    if node is None:
+        return [term]
+    op = node.op
+    if isinstance(op, Sum | DimShuffle | Reshape | SpecifyShape):
+        # the same elements (or their sums), rearranged: the same total
+        return split_into_pieces(node.inputs[0], block)
+    if isinstance(op, OpFromGraph):  # einsum and other composite ops: their inner graph
+        return split_into_pieces(inline_ofg_node(node)[node.outputs.index(term)], block)
+    contraction = _contraction_pieces(node, block)
+    if contraction is not None:
+        return [p for piece in contraction for p in split_into_pieces(piece, block)]
+    if isinstance(op, Elemwise) and term.type.ndim == 0:
+        scalar_op = op.scalar_op
+        inputs = node.inputs
+        if isinstance(scalar_op, ps.Add):
+            return [p for i in inputs for p in split_into_pieces(i, block)]
+        if isinstance(scalar_op, ps.Sub):
+            return split_into_pieces(inputs[0], block) + [
+                -p for p in split_into_pieces(inputs[1], block)
+            ]
+        if isinstance(scalar_op, ps.Neg):
+            return [-p for p in split_into_pieces(inputs[0], block)]
+        if isinstance(scalar_op, ps.Mul):
+            dependent = [i for i in inputs if variable_depends_on(i, block)]
+            if len(dependent) == 1:
+                factor = pt.mul(*[i for i in inputs if i is not dependent[0]])
+                return [factor * p for p in split_into_pieces(dependent[0], block)]
+    return [term]
+
+
+def _is_matrix_product(node) -> bool:
+    op = node.op
+    if isinstance(op, Blockwise):
+        op = op.core_op
+    return isinstance(op, Dot) and all(i.type.ndim == 2 for i in node.inputs)
+
+
+def _contraction_pieces(node, block: Sequence[Variable]) -> list[Variable] | None:
+    """A matrix product with one factor that does not depend on the block, as elementwise
+    pieces of the same total: ``sum(A @ B) = sum(colsum(A)[:, None] * B)`` and
+    ``sum(A @ B) = sum(A * rowsum(B)[None, :])``. A linear term written as a dot product
+    (``pt.dot(alpha, s)``, ``alpha @ s``, ``tensordot``, ``einsum``) then couples no sites,
+    as ``pt.sum(alpha * s)`` does not. None for any other node."""
+    if not _is_matrix_product(node):
+        return None
+    a, b = node.inputs
+    a_dependent, b_dependent = variable_depends_on(a, block), variable_depends_on(b, block)
+    if b_dependent and not a_dependent:
+        return [a.sum(axis=0)[:, None] * b]
+    if a_dependent and not b_dependent:
+        return [a * b.sum(axis=1)[None, :]]
+    return None
+
+
+def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable], Variable]:
+    """The raveled float64 pieces of :func:`block_terms` (the terms that depend on the
+    block, in order) and the rest of the log density."""
+    rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
+    pieces, others = [], []
+    for term in model.logp(vars=rvs, sum=False):
+        if not variable_depends_on(term, value_vars):
+            others.append(term)
+            continue
+        for piece in split_into_pieces(term, value_vars):
+            (pieces if variable_depends_on(piece, value_vars) else others).append(piece)
+    rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
+    return [pt.cast(p, "float64").ravel() for p in pieces], rest
+
+
+def piece_sizes(pieces: Sequence[Variable], model, point: dict) -> np.ndarray:
+    """Number of elements of every raveled piece (of :func:`block_pieces`) at ``point``
+    (they do not depend on the values)."""
+    inputs = [v for v in model.value_vars if v.name in point]
+    sizes = pytensor.function(inputs, pt.stack([p.size for p in pieces]),
+                              on_unused_input="ignore", mode="FAST_COMPILE")
+    return sizes(*[point[v.name] for v in inputs])
+
+
+def states_as_constants(value_vars: Sequence[Variable], point: dict,
+                        states: np.ndarray) -> dict:
+    """Replacements of the block's value variables by constants holding ``states`` (S,
+    N) (the block's sites in order, variable after variable) along a new leading axis:
+    for ``vectorize_graph``, to evaluate a graph of the block at S states at once."""
+    replace, lo = {}, 0
+    for var in value_vars:
+        shape = tuple(int(d) for d in np.shape(point[var.name]))
+        size = int(np.prod(shape, dtype=np.int64))
+        replace[var] = pt.constant(
+            states[:, lo:lo + size].reshape((states.shape[0], *shape)).astype(var.type.dtype))
+        lo += size
+    return replace
+
+
+def block_terms(model, value_vars: Sequence[Variable]) -> tuple[Variable, Variable]:
+    """The model's log density split into the elementwise terms that depend on a block
+    and the rest.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    value_vars : sequence of Variable
+        The block's value variables.
+
+    Returns
+    -------
+    terms : Variable
+        float64 vector: every piece (:func:`split_into_pieces`) of every term of
+        ``model.logp`` that depends on the block, raveled and concatenated (the order
+        :class:`~pymc_discrete.pymc.model.exact.ExactRatios` numbers its terms in).
+    rest : Variable
+        float64 scalar: the sum of everything else (terms and pieces that do not depend on
+        the block), so that ``terms.sum() + rest`` is the model's log density.
+    """
+    pieces, rest = block_pieces(model, value_vars)
+    return pt.concatenate(pieces), rest
+
+
+def without_checks(vector: Variable,
+                    joined: Variable | Sequence[Variable]) -> tuple[Variable, Variable]:
+    """``vector`` with every parameter check that depends on the block replaced by the
+    value it guards, and a boolean scalar: whether all those checks hold.
+
+    A check (``CheckAndRaise``, e.g. PyMC's ``CheckParameterValue``) outputs its value
+    unchanged when its conditions hold and -inf (or raises) when one fails; its
+    conditions usually reduce over a whole parameter array, so read as dependencies they
+    would make every term depend on every site. Wherever the checks hold, the terms of
+    ``vector`` equal those of the check-free graph.
+    """
+    block = list(joined) if isinstance(joined, list | tuple) else [joined]
+    nodes = [node for node in toposort([vector]) if isinstance(node.op, CheckAndRaise)
+             and variable_depends_on(node.outputs[0], block)]
+    if not nodes:
+        return vector, pt.constant(True)
+    conditions = [pt.all(c) for node in nodes for c in node.inputs[1:]
+                  if variable_depends_on(c, block)]
+    replacements = {node.outputs[0]: node.inputs[0] for node in nodes}
+    unchecked = graph_replace(vector, replacements, strict=False)
+    held = pt.all(pt.stack(conditions)) if conditions else pt.constant(True)
+    return unchecked, held
+

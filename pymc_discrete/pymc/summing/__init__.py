@@ -1,0 +1,12 @@
+"""Summing a block of discrete sites out for NUTS, and drawing it back exactly.
+
+``collapsible`` says whether a block can be summed out and over which values,
+``marginal`` builds the summed-out log density of a block of independent sites,
+``chain_sum`` that of a chain (the forward algorithm), ``count_sum`` that of latent counts
+over a checked window (and their exact draw), and ``collapsed_nuts`` holds the step,
+:class:`~pymc_discrete.pymc.summing.collapsed_nuts.CollapsedNUTS`: NUTS on the marginal,
+then the block drawn from its conditional.
+
+May import: the model reader (:mod:`pymc_discrete.pymc.model`) and the steps
+(:mod:`pymc_discrete.pymc.steps`: ChainGibbs draws a summed-out chain). Never choosing.
+"""
