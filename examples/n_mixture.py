@@ -258,9 +258,10 @@ if __name__ == "__main__":
     result = main()
     for name, row in result["table"].items():
         assert abs(row["mean"] - row["reference"]) < 4 * row["mcse"], (name, row)
-        assert row["rhat"] < 1.01, (name, row)
+        # mixed chains' r-hat scatters by about 1 / (ESS per chain); see hidden_markov.py
+        assert row["rhat"] < 1 + 6 / (row["ess"] / 2), (name, row)
     assert result["abundance"]["within_4_mcse"] >= 0.95, result["abundance"]
     print("\ncheck passed: b0, b1 and p within 4 MCSE of the hand-marginalised model, "
-          "r-hat below 1.01, and at least 95% of the abundances' posterior means within "
+          "r-hat below 1 + 6 / (ESS per chain), and at least 95% of the abundances' posterior means within "
           "4 MCSE of the reference")
     plt.show()

@@ -28,7 +28,7 @@ def njit_cached(func: Callable | None = None, **options) -> Callable:
     ----------
     func : callable, optional
         The function to compile (as ``@njit_cached``); without it, a decorator taking
-        ``options`` (as ``@njit_cached(fastmath={"contract"})``).
+        ``options`` (as ``@njit_cached(boundscheck=False)``).
     **options
         Passed to ``numba.njit``.
 

@@ -31,7 +31,7 @@ def _log_density(quad: float, logdet_cov: float, d: int, student: bool, dof: flo
             - 0.5 * logdet_cov - 0.5 * (dof + d) * math.log1p(quad / dof))
 
 
-@njit_cached(fastmath={"contract"})
+@njit_cached
 def _full_log_weights(points, logps, mean, precision, logdet, y, logp_y, student, dof):
     """:func:`substitution_log_weights` for a full covariance: ``b^T P b`` point by point
     and the 3x3 Woodbury correction in closed form (cofactors). Plain loops throughout
@@ -153,7 +153,7 @@ def _diagonal_log_weights(points, logps, mean, scatter, precision, logdet, y, lo
     return out
 
 
-@njit_cached(fastmath={"contract"})
+@njit_cached
 def _propose(points, mean, sd, z, full, student, t_scale):
     """``mu + B^T z / sqrt(N - 1)`` (full; z in R^N) or ``mu + sd * z`` (diagonal; z in
     R^d), then for a Student-t ``mu + (y - mu) * t_scale``."""

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
+import pytensor
 from pymc.step_methods import STEP_METHODS
 
 from pymc_discrete.pymc.choosing.auto_step import AutoStep
 
 __all__ = ["register", "unregister", "is_registered"]
+
+#: PyTensor's fast-math setting and ``PYTENSOR_FLAGS`` before :func:`register` turned
+#: fast math off (None: not changed)
+_before: tuple[bool, str | None] | None = None
 
 
 def register() -> None:
@@ -20,6 +27,15 @@ def register() -> None:
     when few colours cover the block, else ALBP), logging why. Calling it twice has no
     further effect; :func:`unregister` undoes it.
 
+    While registered, PyTensor compiles without numba's fast-math flags
+    (``pytensor.config.numba__fastmath = False``), also for the functions PyMC compiles
+    itself (NUTS's log density and gradient), and in the processes ``pm.sample`` starts
+    with spawn or forkserver (through ``PYTENSOR_FLAGS``): with them, the same function
+    compiled in the process and loaded from PyTensor's disk cache can differ in the last
+    bits, and the same ``random_seed`` would give other draws on a machine with a warm
+    cache (:mod:`~pymc_discrete.pymc.model.reproducible`). The package's own functions
+    are always compiled without them.
+
     Examples
     --------
     >>> import pymc_discrete as pmd
@@ -28,8 +44,15 @@ def register() -> None:
     True
     >>> pmd.unregister()
     """
+    global _before
     if AutoStep not in STEP_METHODS:
         STEP_METHODS.insert(0, AutoStep)
+    if _before is None:
+        flags = os.environ.get("PYTENSOR_FLAGS")
+        _before = (bool(pytensor.config.numba__fastmath), flags)
+        pytensor.config.numba__fastmath = False
+        os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "numba__fastmath=False")
+                                                if f)
 
 
 def unregister() -> None:
@@ -38,11 +61,24 @@ def unregister() -> None:
     Examples
     --------
     >>> import pymc_discrete as pmd
+    >>> import pytensor
+    >>> before = pytensor.config.numba__fastmath
     >>> pmd.register(); pmd.unregister(); pmd.is_registered()
     False
+    >>> pytensor.config.numba__fastmath == before
+    True
     """
+    global _before
     while AutoStep in STEP_METHODS:
         STEP_METHODS.remove(AutoStep)
+    if _before is not None:
+        fastmath, flags = _before
+        pytensor.config.numba__fastmath = fastmath
+        if flags is None:
+            os.environ.pop("PYTENSOR_FLAGS", None)
+        else:
+            os.environ["PYTENSOR_FLAGS"] = flags
+        _before = None
 
 
 def is_registered() -> bool:

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
 from pymc_discrete.kernels.first_class import FirstClassTarget
 from pymc_discrete.pymc.model.relaxation import relaxed_logp
+from pymc_discrete.pymc.model.reproducible import compile_function
 
 __all__ = [
     "CompiledExactRatios",
@@ -262,7 +262,7 @@ def _compile_flip_ratios(
     kwargs = dict(compile_kwargs or {})
     if numba_loop:
         kwargs["mode"] = "NUMBA"
-    fn = pm_compile([flat], [logp, ratios], **kwargs)
+    fn = compile_function([flat], [logp, ratios], **kwargs)
     fn.trust_input = True
     if numba_loop:
         return CompiledRatios(fn)
@@ -357,10 +357,10 @@ def _compile_ratio_table(
             start += n
         relaxed = pt.concatenate(parts) if len(parts) > 1 else parts[0]
         logp, table = clone_replace([logp, table], replace={flat: relaxed})
-        fn = pm_compile([sites], [logp, table], **{**(compile_kwargs or {}), "mode": "NUMBA"})
+        fn = compile_function([sites], [logp, table], **{**(compile_kwargs or {}), "mode": "NUMBA"})
         fn.trust_input = True
         return CompiledRatios(fn)
-    fn = pm_compile([flat], [logp, table], **(compile_kwargs or {}))
+    fn = compile_function([flat], [logp, table], **(compile_kwargs or {}))
     fn.trust_input = True
 
     # positions in the flat input: a Bernoulli site's float, a categorical site's one-hot
@@ -414,7 +414,7 @@ def compile_exact_logp(
         ``x (int64 vector of site indices) -> logp``.
     """
     [logp], joined = join_nonshared_inputs(point, [model.logp()], list(value_vars), shared)
-    fn = pm_compile([joined], logp, **(compile_kwargs or {}))
+    fn = compile_function([joined], logp, **(compile_kwargs or {}))
     fn.trust_input = True
     dtype = joined.type.dtype
 

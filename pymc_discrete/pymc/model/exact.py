@@ -18,7 +18,6 @@ import time
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.compile.mode import Mode
 from pytensor.graph.replace import vectorize_graph
@@ -31,6 +30,7 @@ from pymc_discrete.kernels.structure import (
 )
 from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.compiled import CompiledExactRatios, CompiledTerms
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.setup_progress import SetupProgress
 from pymc_discrete.pymc.model.step_cost import exact_call
 from pymc_discrete.pymc.model.structure_reading import (
@@ -176,7 +176,7 @@ class ExactRatios(StructureReading):
             self._compile_kwargs = compile_kwargs
             self._compiled_terms = None
             self._compiled_target = None
-            self._fn = pm_compile([batch], [terms_b, held_b], **(compile_kwargs or {}))
+            self._fn = compile_function([batch], [terms_b, held_b], **(compile_kwargs or {}))
             self._fn.trust_input = True
             self.checks_held = True
             self._dtype = joined.type.dtype
@@ -223,7 +223,7 @@ class ExactRatios(StructureReading):
         the whole graph), then kept."""
         if self._compiled_terms is None:
             inputs, outputs = self._batch_graph
-            fn = pm_compile(inputs, outputs, **{**(self._compile_kwargs or {}), "mode": "NUMBA"})
+            fn = compile_function(inputs, outputs, **{**(self._compile_kwargs or {}), "mode": "NUMBA"})
             fn.trust_input = True
             self._compiled_terms = CompiledTerms(fn)
         return self._compiled_terms

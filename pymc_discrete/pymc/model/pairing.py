@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pytensor.gradient import jacobian
 from pytensor.graph.basic import Variable
 
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.validation import check_discrete_block
 
 __all__ = ["PROBE_POINTS", "binary_indicator", "scaled_coefficients", "spike_to_slab",
@@ -72,7 +72,7 @@ def _concave(model, beta, points: list[dict]) -> bool:
     n = int(np.size(points[0][beta.name]))
     gradient = pt.grad(model.logp(), beta).ravel()
     hessian = jacobian(gradient, beta, vectorize=True).reshape((n, n))
-    fn = pm_compile(model.value_vars, hessian, on_unused_input="ignore")
+    fn = compile_function(model.value_vars, hessian, on_unused_input="ignore")
     for point in points:
         h = np.asarray(fn(**{v.name: point[v.name] for v in model.value_vars}), dtype=float)
         if not np.all(np.isfinite(h)):
@@ -113,7 +113,7 @@ def spike_to_slab(model, indicator, coefficients, initial_point: dict | None = N
         initial_point = model.initial_point()
     own = model.values_to_rvs[coefficients]
     gradient = pt.grad(model.logp(vars=[own]), coefficients)
-    fn = pm_compile(model.value_vars, gradient, on_unused_input="ignore")
+    fn = compile_function(model.value_vars, gradient, on_unused_input="ignore")
     shape = np.shape(initial_point[coefficients.name])
     delta = 1e-3
 
@@ -185,7 +185,7 @@ def switched_coefficients(model, indicator, initial_point: dict | None = None,
         own = model.values_to_rvs[beta]
         others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
         slope = pt.grad(model.logp(vars=others), beta)
-        fn = pm_compile(model.value_vars, slope, on_unused_input="ignore")
+        fn = compile_function(model.value_vars, slope, on_unused_input="ignore")
         switched = True
         seen_on = np.zeros(n, dtype=bool)
         for point, pattern in zip(points, patterns, strict=True):
@@ -254,7 +254,7 @@ def scaled_coefficients(model, indicator, initial_point: dict | None = None,
     for beta in candidates:
         own = model.values_to_rvs[beta]
         others = [rv for rv in model.basic_RVs if rv is not own] + list(model.potentials)
-        fn = pm_compile(model.value_vars, [pt.grad(model.logp(vars=[own]), beta),
+        fn = compile_function(model.value_vars, [pt.grad(model.logp(vars=[own]), beta),
                                            pt.grad(model.logp(vars=others), beta)],
                         on_unused_input="ignore")
         paired = True

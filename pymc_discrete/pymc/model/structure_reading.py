@@ -26,7 +26,6 @@ import time
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.replace import vectorize_graph
 
 from pymc_discrete.kernels.structure import (
@@ -40,6 +39,7 @@ from pymc_discrete.kernels.structure import (
 from pymc_discrete.pymc.model import dependencies, setup_progress
 from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.dependencies import Unanalysable
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.terms import without_checks
 
 __all__ = ["MAX_BATCH_VALUES", "StructureReading", "probe_points"]
@@ -209,7 +209,7 @@ class StructureReading:
         vector = pt.concatenate(parts)[pt.as_tensor(unread)]
         batch = pt.matrix("states", dtype=joined.type.dtype, shape=(None, self.n_sites))
         [terms] = flatten_batched_gathers([vectorize_graph(vector, replace={joined: batch})])
-        fn = pm_compile([batch], pt.broadcast_to(terms, (batch.shape[0], unread.size)),
+        fn = compile_function([batch], pt.broadcast_to(terms, (batch.shape[0], unread.size)),
                         **(self._compile_kwargs or {}))
         offsets = self.offsets
 

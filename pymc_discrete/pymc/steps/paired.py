@@ -11,7 +11,6 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.model import modelcontext
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import make_shared_replacements
 from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
@@ -27,6 +26,7 @@ from pymc_discrete.kernels.paired import (
     newton_ascent,
 )
 from pymc_discrete.pymc.model.pairing import binary_indicator, switched_coefficients
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.validation import block_value_vars
 from pymc_discrete.pymc.steps.albp import ALBP
 from pymc_discrete.pymc.steps.stall import StallWatch
@@ -156,7 +156,7 @@ class PairedFlip(ArrayStepShared):
         logp = clone_replace(model.logp(), {**shared, beta: flat.reshape(shape)},
                              rebuild_strict=False)
         kwargs = compile_kwargs or {}
-        self._logp = pm_compile([g, flat], logp, **kwargs)
+        self._logp = compile_function([g, flat], logp, **kwargs)
         self._g_shape, self._g_dtype = np.shape(initial_point[g.name]), np.dtype(g.dtype)
         self._b_dtype = np.dtype(beta.dtype)
         self._anchor = np.ravel(initial_point[beta.name]).astype(float)
@@ -166,13 +166,13 @@ class PairedFlip(ArrayStepShared):
         #: most Newton steps per fit: one where the log density is quadratic in the
         #: coefficients (the fit is then exact), else MAX_NEWTON_STEPS (to the mode)
         self.newton_steps = int(newton_steps or (
-            1 if self._quadratic(pm_compile([g, flat], hessian, **kwargs))
+            1 if self._quadratic(compile_function([g, flat], hessian, **kwargs))
             else MAX_NEWTON_STEPS))
         chol = pt.linalg.cholesky(-0.5 * (hessian + hessian.T), lower=True, on_error="nan")
         step = pt.linalg.cho_solve((chol, True), gradient)
         normal = pt.vector("normal", dtype=self._b_dtype, shape=(self._anchor.size,))
         start = pt.vector("start", dtype=self._b_dtype, shape=(self._anchor.size,))
-        self._propose = pm_compile(
+        self._propose = compile_function(
             [g, start, normal], self._proposal_graph(logp, flat, step, chol, start, normal),
             **kwargs)
         self._logp.trust_input = self._propose.trust_input = True
@@ -181,7 +181,7 @@ class PairedFlip(ArrayStepShared):
         # definite
         self._newton = None
         if self.newton_steps > 1:
-            self._newton = pm_compile([g, flat], [logp, gradient, step], **kwargs)
+            self._newton = compile_function([g, flat], [logp, gradient, step], **kwargs)
             self._newton.trust_input = True
             # the anchor moves to the conditional's mode with every indicator on (the
             # other variables at the initial point), fixed from here on: near the modes

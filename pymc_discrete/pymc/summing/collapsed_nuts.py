@@ -33,7 +33,6 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
 from pymc.model import modelcontext
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, CompoundStep
@@ -44,6 +43,7 @@ from pytensor.graph.replace import clone_replace
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.model.counts import count_exact_ratios, is_count
 from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.validation import block_value_vars, check_discrete_block
 from pymc_discrete.pymc.steps.albp import ALBP
 from pymc_discrete.pymc.steps.chain import ChainGibbs, chain_layout
@@ -131,7 +131,7 @@ class ExactBlockDraw(ArrayStepShared):
         per_site, _, held = site_sums_graph(model, vars, initial_point, exact,
                                             states + self._offsets[None, :])
         table = clone_replace(pt.switch(held, per_site, -np.inf), exact.shared)
-        self._table = pm_compile([], table, **(compile_kwargs or {}))
+        self._table = compile_function([], table, **(compile_kwargs or {}))
         self._table.trust_input = True
 
     def astep(self, q0):

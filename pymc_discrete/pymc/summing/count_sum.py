@@ -33,7 +33,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
-from pymc.pytensorf import compile as pm_compile
 from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.hmc.integration import CpuLeapfrogIntegrator
@@ -48,6 +47,7 @@ from pymc_discrete.kernels.counts import (
 )
 from pymc_discrete.pymc.model.counts import CountWindow, colour_sums
 from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.terms import block_pieces
 from pymc_discrete.pymc.steps.stall import chain_index
 
@@ -153,7 +153,7 @@ class CountSum:
             below, below_held = self.below_graphs()
             logp_dlogp = marginal_logp_dlogp(self._model, marginal, self._continuous,
                                              self._point, self._compile_kwargs)
-            table_fn = pm_compile([], clone_replace([table, below, below_held],
+            table_fn = compile_function([], clone_replace([table, below, below_held],
                                                     self._exact.shared),
                                   **self._compile_kwargs)
             table_fn.trust_input = True

@@ -22,6 +22,7 @@ from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
 from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.reproducible import exact_mode
 from pymc_discrete.pymc.model.terms import (
     block_pieces,
     piece_sizes,
@@ -172,8 +173,9 @@ def marginal_logp_dlogp(model, marginal: Variable, continuous: Sequence[Variable
     inputs = {i for i in graph_inputs([marginal]) if not isinstance(i, Constant)}
     extra = {v: point[v.name] for v in model.value_vars
              if v in inputs and v not in continuous}
+    kwargs = {**(compile_kwargs or {})}
+    kwargs["mode"] = exact_mode(kwargs.get("mode"))  # the same bits in every cache state
     logp_dlogp = ValueGradFunction([marginal], list(continuous), extra, model=model,
-                                   initial_point=point, ravel_inputs=True,
-                                   **(compile_kwargs or {}))
+                                   initial_point=point, ravel_inputs=True, **kwargs)
     logp_dlogp.trust_input = True
     return logp_dlogp
