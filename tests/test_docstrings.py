@@ -74,6 +74,7 @@ DOCTEST_MODULES = [
     "pymc_discrete.kernels.weights",
     "pymc_discrete.example_models",
     "pymc_discrete.pymc.choosing.register",
+    "pymc_discrete.pymc.model.reproducible",
     "pymc_discrete.pymc.model.validation",
     "pymc_discrete.samcmc.kernel",
 ]

@@ -3,6 +3,7 @@
 from pymc_discrete.pymc.choosing.recommend import Recommendation, recommend
 from pymc_discrete.pymc.choosing.register import is_registered, register, unregister
 from pymc_discrete.pymc.exceptions import RelaxationError, RelaxationWarning, TuningWarning
+from pymc_discrete.pymc.model.reproducible import exact_mode
 from pymc_discrete.pymc.steps.albp import ALBP
 from pymc_discrete.pymc.steps.arwm import ARWM
 from pymc_discrete.pymc.steps.chain import ChainGibbs
@@ -29,6 +30,7 @@ __all__ = [
     "RelaxationError",
     "RelaxationWarning",
     "TuningWarning",
+    "exact_mode",
     "is_registered",
     "recommend",
     "register",
