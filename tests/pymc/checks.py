@@ -41,3 +41,37 @@ def means_within_mcse(idata, name, truth, n_mcse: float = N_MCSE):
     mean = idata.posterior[name].mean(("chain", "draw")).values
     mcse = az.mcse(idata, var_names=[name])[name].values
     assert np.all(np.abs(mean - truth) <= n_mcse * mcse + 1e-12), (mean, truth, mcse)
+
+
+#: a tuned acceptance rate must lie within this many standard errors of its target
+N_SE_TUNED = 4.5
+
+
+def assert_acceptance_at_the_tuned_scale_reaches(idata, target: float, tuner_sd: float,
+                                                 n_se: float = N_SE_TUNED) -> np.ndarray:
+    """Per chain, the mean acceptance probability of the draws run at the tuned scale
+    against ``target``; returns those means.
+
+    After tuning one draw in ten runs at a smaller scale (sample_stats ``draw_scale``
+    below ``scaling``), which accepts more: only the draws at the tuned scale say what
+    the tuned scale accepts. Their mean differs from the target by the Monte Carlo error
+    of that mean (ArviZ's MCSE of the chain's acceptance probabilities at the tuned scale,
+    in order) and by the tuner's own error: it reads the crossing of the target off a
+    finite window of noisy acceptance probabilities, so the frozen scale, and the rate it
+    accepts at, varies from chain to chain. ``tuner_sd`` is the standard deviation of that
+    rate about the target across chains, net of the Monte Carlo error (each test states
+    where its value was measured). Each chain must lie within ``n_se`` standard errors
+    ``sqrt(mcse^2 + tuner_sd^2)`` of the target, and the mean of the chains (independent
+    tuners) within ``n_se`` standard errors of that mean.
+    """
+    stats = idata.sample_stats
+    accept = stats["accept"].values
+    at_tuned = stats["draw_scale"].values == stats["scaling"].values
+    means = np.array([accept[c][at_tuned[c]].mean() for c in range(accept.shape[0])])
+    mcse = np.array([float(az.mcse(accept[c][at_tuned[c]][None]))
+                     for c in range(accept.shape[0])])
+    se = np.sqrt(mcse**2 + tuner_sd**2)
+    assert np.all(np.abs(means - target) <= n_se * se), (means, target, n_se * se)
+    se_mean = np.sqrt(np.sum(se**2)) / se.size
+    assert abs(means.mean() - target) <= n_se * se_mean, (means.mean(), target, n_se * se_mean)
+    return means

@@ -11,6 +11,15 @@ at about 210 sites, and the frozen R gives an acceptance of about 0.32 afterward
 before the tuner's windows). Given tuning long enough for the transient (four relaxation
 times here), the windows make the frozen scale that of the stationary chain. ALBP
 reaches the typical set within a few draws, and its default tuning suffices.
+
+The draws at the tuned scale (after tuning one draw in ten runs at a smaller scale, which
+accepts more) accept at the target within 4.5 standard errors, chain by chain and on
+average over the two chains: the chain's Monte Carlo standard error and the tuner's
+spread (``tests.pymc.checks``), 0.0175 for ARWM and 0.0306 for ALBP across 120 chains
+(seeds 100-159), taken as 0.020 and 0.034. For ARWM the mean of the two chains must then
+lie within about 0.07 of 0.234: this shows that long enough tuning reaches the target;
+it does not reliably tell apart the 0.28-0.34 (mean over two chains) of PyMC's default
+1000 tuning draws.
 """
 
 from __future__ import annotations
@@ -20,19 +29,19 @@ import pymc as pm
 import pytest
 
 import pymc_discrete as pmd
-from tests.pymc.checks import PRODUCT_P
+from tests.pymc.checks import PRODUCT_P, assert_acceptance_at_the_tuned_scale_reaches
 
 
 @pytest.mark.parametrize(
-    "make_step,target,tune",
+    "make_step,target,tune,tuner_sd",
     [
-        (lambda m: pmd.ARWM([m["x"]], model=m), 0.234, 4000),
-        (lambda m: pmd.ALBP([m["x"]], model=m), 0.574, 1000),
+        (lambda m: pmd.ARWM([m["x"]], model=m), 0.234, 4000, 0.020),
+        (lambda m: pmd.ALBP([m["x"]], model=m), 0.574, 1000, 0.034),
     ],
     ids=["arwm", "albp"],
 )
 def test_tuning_from_the_mode_reaches_the_target_at_stationarity(
-    product_bernoulli, make_step, target, tune
+    product_bernoulli, make_step, target, tune, tuner_sd
 ):
     start = product_bernoulli.initial_point()["x"]
     p = PRODUCT_P
@@ -48,6 +57,4 @@ def test_tuning_from_the_mode_reaches_the_target_at_stationarity(
     off = (x != (p > 0.5)).sum(axis=-1)
     q = np.minimum(p, 1 - p)
     assert abs(off.mean() - q.sum()) < 4 * np.sqrt((q * (1 - q)).sum())
-    accept = idata.sample_stats["accept"].values
-    for chain in range(2):
-        assert abs(accept[chain].mean() - target) < 0.05, accept[chain].mean()
+    assert_acceptance_at_the_tuned_scale_reaches(idata, target, tuner_sd)

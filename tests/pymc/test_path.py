@@ -11,7 +11,13 @@ import pytest
 
 import pymc_discrete as pmd
 from pymc_discrete.example_models import ising_model, parity_model
-from tests.pymc.checks import N_MCSE, means_within_mcse, one_hot_means_within_mcse, sample
+from tests.pymc.checks import (
+    N_MCSE,
+    assert_acceptance_at_the_tuned_scale_reaches,
+    means_within_mcse,
+    one_hot_means_within_mcse,
+    sample,
+)
 
 
 def _sample(model, step, **kwargs):
@@ -159,14 +165,16 @@ def test_sampler_stats_and_path_lengths(coupled_model):
 def test_path_length_tuned_toward_an_acceptance_rate_then_frozen():
     """On a 20x20 Ising lattice the acceptance falls as paths grow: with ``target_accept``
     X is tuned toward it. (On independent sites the acceptance stays near 1 for any X,
-    and X runs to N.)"""
+    and X runs to N.) The draws at the tuned X (after tuning one draw in ten runs at a
+    shorter one, which accepts more) accept at 0.574 within 4.5 standard errors, chain by
+    chain and on average (``tests.pymc.checks``): the chain's Monte Carlo standard error
+    and the tuner's spread, 0.0187 across 120 chains (seeds 100-159), taken as 0.021."""
     model = ising_model(20, "C2")
     step = pmd.PAS([model["x"]], model=model, path_length=1.5, target_accept=0.574)
     idata = _sample(model, step, draws=2000, tune=2000, discard_tuned_samples=False)
-    accept = idata.sample_stats["accept"].values
     scaling = idata.sample_stats["scaling"].values
+    assert_acceptance_at_the_tuned_scale_reaches(idata, 0.574, tuner_sd=0.021)
     for chain in range(2):
-        assert abs(accept[chain].mean() - 0.574) < 0.06, accept[chain].mean()
         assert np.unique(scaling[chain]).size == 1
         assert idata.warmup_sample_stats["scaling"].values[chain, 0] == 1.5
         assert 10.0 < scaling[chain, 0] < 400.0
