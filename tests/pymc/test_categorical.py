@@ -174,6 +174,6 @@ def test_categorical_chains_reproduce_across_cores_and_register(potts):
     pmd.register()
     try:
         _, selected = assign_step_methods(model, None)
-        assert pmd.pymc.auto_step.AutoStep in selected
+        assert pmd.pymc.choosing.auto_step.AutoStep in selected
     finally:
         pmd.unregister()
