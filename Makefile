@@ -19,7 +19,7 @@ endef
 
 $(STAMP): pyproject.toml
 	$(make_venv)
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,nutpie]"
 	touch $(STAMP)
 
 # how ALBP, ARWM and PyMC's default compare on a 50x50 Ising model (benchmarks/demo.py)
@@ -48,7 +48,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 # clone gets everything in one pip run
 $(BENCH_STAMP): pyproject.toml
 	$(make_venv)
-	$(PY) -m pip install --quiet -e ".[test,bench]"
+	$(PY) -m pip install --quiet -e ".[test,nutpie,bench]"
 	touch $(STAMP) $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -24,7 +24,9 @@ from pymc_discrete.pymc import (
     TuningWarning,
     exact_mode,
     is_registered,
+    marginalize,
     recommend,
+    recover_discrete,
     register,
     unregister,
 )
@@ -50,9 +52,11 @@ __all__ = [
     "TuningWarning",
     "exact_mode",
     "is_registered",
+    "marginalize",
     "plot_moves",
     "plot_tuning",
     "recommend",
+    "recover_discrete",
     "register",
     "unregister",
 ]

@@ -14,6 +14,8 @@ from pymc_discrete.pymc.steps.paired import PairedFlip
 from pymc_discrete.pymc.steps.pas import PAS
 from pymc_discrete.pymc.summing.collapsed_nuts import CollapsedNUTS
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
+from pymc_discrete.pymc.summing.marginal_model import marginalize
+from pymc_discrete.pymc.summing.recover import recover_discrete
 
 __all__ = [
     "ALBP",
@@ -32,7 +34,9 @@ __all__ = [
     "TuningWarning",
     "exact_mode",
     "is_registered",
+    "marginalize",
     "recommend",
+    "recover_discrete",
     "register",
     "unregister",
 ]

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import os
 
+import pymc
 import pytensor
+from pymc import sampling
+from pymc.sampling import mcmc
 from pymc.step_methods import STEP_METHODS
 
 from pymc_discrete.pymc.choosing.auto_step import AutoStep
+from pymc_discrete.pymc.choosing.summed_route import wrap_sample
 
 __all__ = ["register", "unregister", "is_registered"]
 
 #: PyTensor's fast-math setting and ``PYTENSOR_FLAGS`` before :func:`register` turned
 #: fast math off (None: not changed)
 _before: tuple[bool, str | None] | None = None
+
+#: where PyMC's ``sample`` is reached from (``pm.sample``, ``pymc.sampling.sample``,
+#: ``pymc.sampling.mcmc.sample``): each is wrapped while registered
+_SAMPLE_HOMES = (pymc, sampling, mcmc)
+#: PyMC's own ``sample`` (None: not wrapped)
+_pymc_sample = None
 
 
 def register() -> None:
@@ -44,9 +54,15 @@ def register() -> None:
     True
     >>> pmd.unregister()
     """
-    global _before
+    global _before, _pymc_sample
     if AutoStep not in STEP_METHODS:
         STEP_METHODS.insert(0, AutoStep)
+    if _pymc_sample is None:
+        _pymc_sample = mcmc.sample
+        routed = wrap_sample(_pymc_sample)
+        for home in _SAMPLE_HOMES:
+            if getattr(home, "sample", None) is _pymc_sample:
+                home.sample = routed
     if _before is None:
         flags = os.environ.get("PYTENSOR_FLAGS")
         _before = (bool(pytensor.config.numba__fastmath), flags)
@@ -68,9 +84,14 @@ def unregister() -> None:
     >>> pytensor.config.numba__fastmath == before
     True
     """
-    global _before
+    global _before, _pymc_sample
     while AutoStep in STEP_METHODS:
         STEP_METHODS.remove(AutoStep)
+    if _pymc_sample is not None:
+        for home in _SAMPLE_HOMES:
+            if getattr(getattr(home, "sample", None), "__wrapped_by_pymc_discrete__", False):
+                home.sample = _pymc_sample
+        _pymc_sample = None
     if _before is not None:
         fastmath, flags = _before
         pytensor.config.numba__fastmath = fastmath

@@ -1,0 +1,370 @@
+"""The model with its discrete variables summed out, as a PyMC model of its own.
+
+:func:`marginalize` returns a :class:`pymc.Model` over the continuous variables whose log
+density is the exact sum over the discrete ones (the sum
+:class:`~pymc_discrete.CollapsedNUTS` samples), so that every tool that takes a model
+takes it: ``pm.sample`` (nutpie, NumPyro and BlackJAX too), ``pm.find_MAP``, ``pm.fit``,
+``pm.compute_log_likelihood``, prior and posterior predictive.
+
+How it is built. The block's terms are read from a copy of the model without value
+transforms, where a continuous variable's value is the variable itself, so the per-site
+sums are a graph of the continuous variables in their own space, which is what a
+distribution's log density takes. Every observed variable whose density reads the block
+becomes a :class:`pymc.CustomDist` of the same name, data and dimensions:
+
+* its log density carries the sums of the sites it is read by: each site's
+  ``logsumexp`` sits at the first element of the data the site moves (a pointwise
+  log-likelihood is then by site), the rest of the element's terms being in that sum;
+* its draws run the original generative graph (the discrete variables drawn from their
+  prior given the continuous ones, then the data), so predictive draws are those of the
+  original model with the discrete variables integrated out.
+
+When a site moves two observed variables, or a Potential reads the block, the block's
+whole sum is one Potential instead (sampling and optimisation see the same density, but
+PyMC then has no log-likelihood or predictive draws for that data), as it is for a
+chain summed by the forward algorithm, which does not split by site.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions import CustomDist
+from pymc.model.fgraph import (
+    ModelFreeRV,
+    ModelObservedRV,
+    ModelVar,
+    fgraph_from_model,
+    model_from_fgraph,
+    model_observed_rv,
+    model_potential,
+)
+from pymc.model.transform.conditioning import remove_value_transforms
+from pymc.pytensorf import make_shared_replacements
+from pymc.step_methods.compound import Competence
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Variable
+from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_on
+
+from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.terms import piece_sizes, split_into_pieces
+from pymc_discrete.pymc.model.validation import check_discrete_block
+from pymc_discrete.pymc.steps.albp import ALBP
+from pymc_discrete.pymc.summing.collapsible import (
+    NotCollapsible,
+    collapsible,
+    possible_values,
+    site_of_term,
+)
+from pymc_discrete.pymc.summing.marginal import site_sums_graph
+
+__all__ = ["SummedBlock", "marginalize", "summed_block"]
+
+
+class SummedBlock(NamedTuple):
+    """The model's discrete variables as one block summed out site by site.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The block's variables, in block order.
+    plain : pymc.Model
+        The copy of the model without value transforms that the sums are read from.
+    exact : ExactRatios
+        The block's structure in ``plain``.
+    possible : ndarray of bool, shape (N, K)
+        The values every site is summed over.
+    offsets : ndarray of int64, shape (N,)
+        Smallest value of every site.
+    per_site : Variable
+        (N, K) graph of ``plain``'s continuous values and data: the terms site i moves, at
+        value v (-inf where v is not possible or a parameter check fails).
+    loose : Variable
+        Scalar graph: the terms of the block's pieces that no site moves.
+    readers : tuple of str
+        The observed variables and Potentials whose density reads the block.
+    carriers : dict or None
+        Observed variable name -> (elements, sites): the elements of its data that
+        carry the sums of those sites (None: the sum is one Potential).
+    """
+
+    names: tuple
+    plain: object
+    exact: ExactRatios
+    possible: np.ndarray
+    offsets: np.ndarray
+    per_site: Variable
+    loose: Variable
+    readers: tuple
+    carriers: dict | None
+
+
+def _is_finite_discrete(rv) -> bool:
+    return ALBP.competence(rv) > Competence.INCOMPATIBLE
+
+
+def _is_discrete(rv) -> bool:
+    return rv.type.dtype.startswith(("int", "uint", "bool"))
+
+
+def summed_block(model) -> SummedBlock:
+    """Read the model's discrete variables as one block and its sum over them.
+
+    Parameters
+    ----------
+    model : pymc.Model
+
+    Returns
+    -------
+    SummedBlock
+
+    Raises
+    ------
+    NotCollapsible
+        If the discrete variables cannot be summed out site by site (their sites share
+        terms, the values a site can take depend on the continuous variables, a variable
+        is a latent count, a continuous variable's prior reads them, ...), saying why.
+    """
+    plain = remove_value_transforms(model)
+    discrete = [rv for rv in plain.free_RVs if _is_discrete(rv)]
+    if not discrete:
+        raise NotCollapsible("the model has no discrete variables to sum out")
+    counts = [rv.name for rv in discrete if not _is_finite_discrete(rv)]
+    if counts:
+        raise NotCollapsible(f"{', '.join(counts)} have no finite set of values (latent "
+                             "counts are summed out by pmd.CollapsedNUTS within a window)")
+    continuous = [rv for rv in plain.free_RVs if not _is_discrete(rv)]
+    if not continuous:
+        raise NotCollapsible("the model has no continuous variables: nothing would be left "
+                             "to sample once the discrete ones are summed out")
+    reading = [rv.name for rv in continuous if variable_depends_on(rv, discrete)]
+    if reading:
+        raise NotCollapsible(f"the prior of {', '.join(reading)} reads the discrete "
+                             "variables (a spike-and-slab): summed out, its density would "
+                             "be a mixture the summed-out model cannot state as a prior")
+    # the structure and the possible values are read on the model itself (its probes
+    # move the continuous variables in their transformed space, where any value is
+    # in the support); the sums are built on the copy, whose terms are the same
+    point = model.initial_point()
+    original = [model.rvs_to_values[model.named_vars[rv.name]] for rv in discrete]
+    support = check_discrete_block(model, original, "pmd.marginalize", point)
+    exact = ExactRatios(model, original, point,
+                        make_shared_replacements(point, original, model),
+                        n_categories=None if support.is_binary else support.n_values,
+                        offsets=support.offsets)
+    block = [plain.rvs_to_values[rv] for rv in discrete]
+    point = plain.initial_point()
+    why = collapsible(exact)
+    if why is not None:
+        raise NotCollapsible(f"{', '.join(exact.var_names)} cannot be summed out site by "
+                             f"site: {why}")
+    possible = possible_values(exact)
+    k = exact.layout.max_values
+    # state v puts every site at v where v is possible, else at a possible value: its
+    # terms are then finite (no NaN gradient) and masked out of the sum
+    fallback = np.argmax(possible, axis=1)
+    index = np.where(possible.T, np.arange(k)[:, None], fallback[None, :])  # (K, N)
+    per_site, loose, held = site_sums_graph(plain, block, point, exact,
+                                            index + support.offsets[None, :])
+    per_site = pt.switch(pt.and_(held, pt.as_tensor(possible)), per_site, -np.inf)
+    readers = tuple(v.name for v in [*plain.observed_RVs, *plain.potentials]
+                    if variable_depends_on(v, discrete))
+    carriers = _carriers(plain, block, exact, point, readers)
+    return SummedBlock(exact.var_names, plain, exact, possible, support.offsets, per_site,
+                       loose, readers, carriers)
+
+
+def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> dict | None:
+    """Which elements of which observed variable carry each site's sum (module
+    docstring), or None when a site moves two observed variables or a Potential reads
+    the block."""
+    if any(plain.named_vars[name] in plain.potentials for name in readers):
+        return None
+    owner = site_of_term(exact)
+    rvs = [*plain.free_RVs, *plain.observed_RVs, *plain.potentials]
+    source, pieces = [], []
+    for rv, term in zip(rvs, plain.logp(vars=rvs, sum=False)):
+        if not variable_depends_on(term, block):
+            continue
+        for piece in split_into_pieces(term, block):
+            if variable_depends_on(piece, block):
+                source.append(rv.name)
+                pieces.append(pt.cast(piece, "float64").ravel())
+    sizes = piece_sizes(pieces, plain, point)
+    moved_by = {}  # site -> the observed variables it moves
+    layout = {}
+    start = 0
+    for name, size in zip(source, sizes):
+        own = owner[start:start + size]
+        start += size
+        if name not in readers:
+            continue
+        data_size = int(np.size(point.get(name, plain.rvs_to_values[plain.named_vars[name]]
+                                          .eval())))
+        if name in layout or size != data_size:
+            return None  # an observed variable in several pieces: no element layout
+        layout[name] = own
+        for site in np.unique(own[own >= 0]):
+            moved_by.setdefault(int(site), set()).add(name)
+    if any(len(names) > 1 for names in moved_by.values()):
+        return None
+    carriers = {}
+    for name, own in layout.items():
+        sites, elements = np.unique(own, return_index=True)
+        keep = sites >= 0
+        carriers[name] = (elements[keep], sites[keep])
+    return carriers
+
+
+def _logsumexp_rows(per_site: Variable) -> Variable:
+    top = pt.max(per_site, axis=1)
+    top = pt.switch(pt.isinf(top), 0.0, top)  # a row of -inf sums to -inf, not NaN
+    return pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
+
+
+def _unwrapped(graph: Variable, keep: dict) -> Variable:
+    """``graph`` with the model-variable wrappers of an fgraph taken out (a variable
+    wrapper becomes the variable it wraps), except those in ``keep``, which are
+    replaced by its values."""
+    while True:
+        wrapped = [v for v in ancestors([graph]) if v.owner is not None
+                   and isinstance(v.owner.op, ModelVar) and v not in keep]
+        if not wrapped:
+            return clone_replace(graph, keep) if keep else graph
+        graph = clone_replace(graph, {v: v.owner.inputs[0] for v in wrapped})
+
+
+def marginalize(model) -> object:
+    """The model with its discrete variables summed out: a :class:`pymc.Model` over the
+    continuous variables whose log density is the exact sum over the discrete ones.
+
+    The discrete variables must form a block whose sites share no term of the log
+    density (mixture labels, occupancy and capture-recapture indicators, a change
+    point's switch: the blocks :class:`~pymc_discrete.CollapsedNUTS` sums), with the
+    values each site can take fixed. The returned model keeps the continuous variables
+    (names, transforms, dimensions), the data, and the Deterministics that do not read
+    the discrete variables; every observed variable that reads them becomes a
+    :class:`pymc.CustomDist` whose log density is the sum and whose draws are those of
+    the original model (module docstring). Draws of the discrete variables come back
+    with :func:`~pymc_discrete.recover_discrete`.
+
+    Parameters
+    ----------
+    model : pymc.Model
+
+    Returns
+    -------
+    pymc.Model
+
+    Raises
+    ------
+    NotCollapsible
+        If the discrete variables cannot be summed out this way, saying why.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model() as mixture:
+    ...     w = pm.Dirichlet("w", np.ones(2))
+    ...     mu = pm.Normal("mu", [-1.0, 1.0], 1.0)
+    ...     z = pm.Categorical("z", w, shape=3)
+    ...     y = pm.Normal("y", mu[z], 1.0, observed=[-1.2, 0.3, 1.9])
+    >>> summed = pmd.marginalize(mixture)
+    >>> [rv.name for rv in summed.free_RVs]
+    ['w', 'mu']
+    """
+    block = summed_block(model)
+    fgraph, _ = fgraph_from_model(model)
+    by_name = {out.name: out for out in fgraph.outputs}
+    discrete = [by_name[name] for name in block.names]
+    # the discrete variables become plain random variables: drawn from their prior where
+    # a generative graph reads them, absent from the log density
+    for var in discrete:
+        fgraph.replace(var, var.owner.inputs[0], import_missing=True)
+    for var in discrete:
+        fgraph.remove_output(fgraph.outputs.index(var.owner.inputs[0]))
+    raw = [var.owner.inputs[0] for var in discrete]
+    # Deterministics and Potentials that read them go (recover_discrete adds the
+    # Deterministics back)
+    for out in list(fgraph.outputs):
+        if (out.owner is not None and not isinstance(out.owner.op, ModelObservedRV)
+                and variable_depends_on(out, raw)):
+            fgraph.remove_output(fgraph.outputs.index(out))
+    continuous = {out.name: out for out in fgraph.outputs
+                  if out.owner is not None and isinstance(out.owner.op, ModelFreeRV)}
+    plain = block.plain
+    plain_values = {plain.rvs_to_values[rv]: rv.name for rv in plain.free_RVs
+                    if rv.name in continuous}
+    shared = {v.name: v for v in graph_inputs(fgraph.outputs)
+              if isinstance(v, SharedVariable) and v.name}
+
+    def in_model_space(graph: Variable, params: dict) -> Variable:
+        """A graph of ``plain``'s values as a graph of ``params`` (name -> variable)
+        and of the new model's data."""
+        replace = {value: params[name] for value, name in plain_values.items()
+                   if name in params}
+        replace.update({v: shared[v.name] for v in graph_inputs([graph])
+                        if isinstance(v, SharedVariable) and v.name in shared})
+        return clone_replace(graph, replace)
+
+    sums = _logsumexp_rows(block.per_site)
+    if block.carriers is None:
+        total = in_model_space(sums.sum() + block.loose, continuous)
+        name = "__".join(block.names) + "_summed_out"
+        fgraph.add_output(model_potential(total, name), import_missing=True)
+        for reader in block.readers:
+            out = by_name.get(reader)
+            if out is not None and out in fgraph.outputs:
+                fgraph.remove_output(fgraph.outputs.index(out))
+    else:
+        _replace_readers(fgraph, block, by_name, continuous, sums, in_model_space)
+    return model_from_fgraph(fgraph, mutate_fgraph=True)
+
+
+def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict,
+                     sums: Variable, in_model_space) -> None:
+    """Every observed variable that reads the block becomes a CustomDist carrying the
+    sums of its sites (module docstring)."""
+    carried = np.concatenate([sites for _, sites in block.carriers.values()]
+                             ) if block.carriers else np.zeros(0, np.int64)
+    uncarried = np.setdiff1d(np.arange(block.exact.n_sites), carried)
+    plain = block.plain
+    for index, reader in enumerate(block.readers):
+        out = by_name[reader]
+        rv, data = out.owner.inputs[:2]
+        dims = out.owner.op.dims
+        elements, sites = block.carriers[reader]
+        plain_data = plain.rvs_to_values[plain.named_vars[reader]]
+        names = sorted({name for name in continuous
+                        if variable_depends_on(rv, [continuous[name]])}
+                       | {name for value, name in _plain_inputs(block.per_site, plain)})
+        params = [continuous[name] for name in names]
+        first = index == 0
+
+        def generate(*args, _rv=rv, _params=params):
+            *dummies, _size = args
+            return _unwrapped(_rv, dict(zip(_params, dummies)))
+
+        def log_density(value, *args, _names=names, _elements=elements, _sites=sites,
+                        _data=plain_data, _first=first):
+            graph = pt.zeros(value.size, dtype="float64")
+            graph = pt.inc_subtensor(graph[_elements], sums[_sites])
+            if _first:  # the terms no site moves, and the sites no data reads
+                extra = block.loose + (sums[uncarried].sum() if uncarried.size else 0.0)
+                graph = pt.inc_subtensor(graph[0], extra)
+            graph = clone_replace(graph, {_data: value})
+            graph = in_model_space(graph, dict(zip(_names, args)))
+            return graph.reshape(value.shape)
+
+        summed_rv = CustomDist.dist(*params, dist=generate, logp=log_density,
+                                    class_name=f"{reader}_summed_out", dtype=rv.type.dtype)
+        fgraph.replace(out, model_observed_rv(summed_rv, data, reader, *dims),
+                       import_missing=True)
+
+
+def _plain_inputs(graph: Variable, plain) -> list:
+    values = {plain.rvs_to_values[rv]: rv.name for rv in plain.free_RVs}
+    return [(v, values[v]) for v in graph_inputs([graph]) if v in values]

@@ -1,0 +1,280 @@
+"""pmd.marginalize and pmd.recover_discrete: the summed-out model as a PyMC model, and exact
+draws of the discrete variables added back; register() routing pm.sample() through them
+when nutpie runs.
+
+The log density of the summed-out model is compared with the log-sum-exp of the original
+model's over every discrete state; the recovered draws' joint frequencies and joint
+moments with quadrature times enumeration (the exact answers of test_collapsed)."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.sampling import mcmc
+from scipy.special import logsumexp
+
+import pymc_discrete as pmd
+from tests.pymc.test_collapsed import (
+    _assert_frequencies,
+    _assert_mean,
+    _change_point_model,
+    _change_point_truth,
+    _mixture_model,
+    _mixture_truth,
+    _occupancy_model,
+    _occupancy_truth,
+    _switch_model,
+    _switch_truth,
+)
+
+MODELS = {
+    "switch": _switch_model,
+    "occupancy": _occupancy_model,
+    "mixture": _mixture_model,
+    "change point": _change_point_model,
+}
+
+
+def _discrete_states(model) -> tuple[list[str], list[dict]]:
+    """Every joint state of the model's discrete variables, as point dictionaries."""
+    point = model.initial_point()
+    names = [rv.name for rv in model.free_RVs if rv.type.dtype.startswith("int")]
+    ranges = []
+    for name in names:
+        rv = model[name]
+        op = type(rv.owner.op).__name__
+        if op == "BernoulliRV":
+            values = [0, 1]
+        elif op == "CategoricalRV":
+            values = list(range(int(rv.owner.inputs[-1].shape[-1].eval())))
+        else:  # DiscreteUniform
+            lower, upper = (int(x.eval()) for x in rv.owner.inputs[-2:])
+            values = list(range(lower, upper + 1))
+        ranges.append((name, np.shape(point[name]), values))
+    sites = [(name, shape, values) for name, shape, values in ranges
+             for _ in range(int(np.prod(shape)))]
+    states = []
+    for combination in itertools.product(*[values for _, _, values in sites]):
+        state, lo = {}, 0
+        for name, shape, _ in ranges:
+            size = int(np.prod(shape))
+            state[name] = np.array(combination[lo:lo + size]).reshape(shape)
+            lo += size
+        states.append(state)
+    return names, states
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_log_density_is_the_sum_over_every_discrete_state(name):
+    """At random continuous points, the summed-out model's log density (with the
+    transforms' Jacobians) equals log-sum-exp over every joint discrete state of the
+    original model's, to 1e-9."""
+    model = MODELS[name]()
+    summed = pmd.marginalize(model)
+    assert {rv.name for rv in summed.free_RVs} == {
+        rv.name for rv in model.free_RVs if not rv.type.dtype.startswith("int")}
+    names, states = _discrete_states(model)
+    original, marginal = model.compile_logp(), summed.compile_logp()
+    rng = np.random.default_rng(0)
+    start = summed.initial_point()
+    for _ in range(5):
+        point = {k: v + rng.normal(0.0, 0.7, np.shape(v)) for k, v in start.items()}
+        exact = logsumexp([original({**point, **state}) for state in states])
+        assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+
+
+def test_the_pointwise_log_likelihood_is_by_site():
+    """Each observation of a mixture carries its own site's sum: pm.compute_log_likelihood
+    gives log sum_k w_k N(y_i | mu_k, sd) for every point i, in the data's shape."""
+    model = _mixture_model()
+    summed = pmd.marginalize(model)
+    with summed:
+        idata = pm.sample(draws=20, tune=20, chains=1, random_seed=1, progressbar=False,
+                          nuts_sampler="pymc", compute_convergence_checks=False)
+        log_lik = pm.compute_log_likelihood(idata, progressbar=False)["log_likelihood"]["y"]
+    from tests.pymc.test_collapsed import MU_FIXED, SD_MIX, W_MIX, Y_MIX
+
+    post = idata["posterior"]
+    means = np.stack([np.full(post["mu_b"].shape, MU_FIXED), post["mu_b"].values,
+                      post["mu_c"].values], axis=-1)
+    per_component = (np.log(W_MIX) - 0.5 * ((Y_MIX[:, None] - means[..., None, :]) / SD_MIX) ** 2
+                     - np.log(SD_MIX) - 0.5 * np.log(2 * np.pi))
+    np.testing.assert_allclose(log_lik.values, logsumexp(per_component, axis=-1), rtol=1e-10)
+
+
+def test_occupancy_rows_carry_their_site_in_their_first_visit():
+    """Sites with several observations (a row of visits): the site's sum sits at its first
+    visit and the other visits carry zero, so the total is the model's log likelihood."""
+    model = _occupancy_model()
+    summed = pmd.marginalize(model)
+    logp = summed.logp(vars=summed.observed_RVs, sum=False)[0]
+    values = summed.compile_fn(logp, inputs=summed.value_vars)(summed.initial_point())
+    assert values.shape == (3, 4)
+    assert (values[:, 1:] == 0).all() and (values[:, 0] < 0).all()
+
+
+def test_predictive_draws_integrate_the_discrete_variables_out():
+    """Prior predictive draws of the summed-out occupancy model are those of the original
+    model: the frequency of an all-zero row matches within 4.5 standard errors, and the
+    data keep their name and shape."""
+    model, summed = _occupancy_model(), None
+    summed = pmd.marginalize(model)
+    with model:
+        original = pm.sample_prior_predictive(4000, random_seed=3)["prior_predictive"]["y"]
+    with summed:
+        marginal = pm.sample_prior_predictive(4000, random_seed=4)["prior_predictive"]["y"]
+    assert marginal.shape == original.shape
+    a = (original.values.sum(-1) == 0).mean(axis=(0, 1))
+    b = (marginal.values.sum(-1) == 0).mean(axis=(0, 1))
+    se = np.sqrt(a * (1 - a) / 4000 + b * (1 - b) / 4000)
+    assert (np.abs(a - b) <= 4.5 * se).all(), (a, b)
+
+
+def test_map_and_variational_fit_run_on_the_summed_out_model():
+    """find_MAP reaches a point where the summed-out density's gradient vanishes, and
+    ADVI's fit runs: both take the model as PyMC's tools take any model."""
+    summed = pmd.marginalize(_switch_model())
+    with summed:
+        point = pm.find_MAP(progressbar=False)
+        gradient = summed.compile_dlogp()(point)
+        approx = pm.fit(n=200, random_seed=1, progressbar=False)
+    assert np.abs(gradient).max() < 1e-3
+    assert np.isfinite(approx.hist).all()
+
+
+def test_discrete_variables_that_share_a_term_are_refused():
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        z = pm.Bernoulli("z", 0.5, shape=3)
+        pm.Normal("y", mu + z[:-1] * z[1:], 1.0, observed=[0.1, 0.2])
+    with pytest.raises(pmd.NotCollapsible, match="colours"):
+        pmd.marginalize(model)
+
+
+def test_a_prior_that_reads_the_discrete_variables_is_refused():
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", 0.5, shape=3)
+        beta = pm.Normal("beta", 0.0, pm.math.switch(g, 1.0, 0.1), shape=3)
+        pm.Normal("y", beta.sum(), 1.0, observed=[0.3])
+    with pytest.raises(pmd.NotCollapsible, match="spike-and-slab"):
+        pmd.marginalize(model)
+
+
+def _recovered(model, sampler: str, seed: int = 7, chains: int = 4):
+    with pmd.marginalize(model):
+        idata = pm.sample(draws=1000, tune=500, chains=chains, random_seed=seed,
+                          progressbar=False, nuts_sampler=sampler,
+                          compute_convergence_checks=False)
+    return pmd.recover_discrete(idata, model, random_seed=seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["pymc", "nutpie"])
+def test_recovered_switches_match_quadrature_jointly(sampler):
+    """The joint frequency of every pattern of three switches, E[mu] and E[mu z_i],
+    with the continuous draws from PyMC's NUTS or nutpie on the summed-out model."""
+    patterns, probs, moments = _switch_truth()
+    idata = _recovered(_switch_model(), sampler)
+    z = idata["posterior"]["z"].values
+    _assert_frequencies(z @ np.array([4, 2, 1]), probs, patterns)
+    mu = idata["posterior"]["mu"].values
+    _assert_mean(mu, *moments["mu"], "E[mu]")
+    for i in range(3):
+        _assert_mean(mu * z[..., i], *moments[f"mu z{i}"], f"E[mu z{i}]")
+
+
+@pytest.mark.slow
+def test_recovered_occupancy_mixture_and_change_point_match_their_exact_answers():
+    """Occupancy (a forced site), mixture labels (K = 3) and a DiscreteUniform switch,
+    sampled by nutpie on the summed-out model: joint frequencies and joint moments."""
+    patterns, probs, moments = _occupancy_truth()
+    idata = _recovered(_occupancy_model(), "nutpie")
+    z = idata["posterior"]["z"].values
+    assert (z[..., 0] == 1).all()
+    _assert_frequencies(z[..., 1] * 2 + z[..., 2], probs, patterns)
+    for name in ("psi", "p"):
+        x = idata["posterior"][name].values
+        _assert_mean(x, *moments[name], f"E[{name}]")
+        _assert_mean(x * z[..., 1], *moments[f"{name} z1"], f"E[{name} z1]")
+
+    labellings, probs, moments = _mixture_truth()
+    idata = _recovered(_mixture_model(), "nutpie")
+    c = idata["posterior"]["c"].values
+    _assert_frequencies(c @ (3 ** np.arange(4)[::-1]), probs, labellings)
+    for name, (point, k) in (("mu_b", (1, 1)), ("mu_c", (3, 2))):
+        x = idata["posterior"][name].values
+        _assert_mean(x, *moments[name], f"E[{name}]")
+        _assert_mean((c[..., point] == k) * x, *moments[f"{name} [c{point} = {k}]"], name)
+
+    values, probs, moments = _change_point_truth()
+    idata = _recovered(_change_point_model(), "nutpie")
+    s = idata["posterior"]["s"].values
+    _assert_frequencies(s - values[0], probs, values.tolist())
+    for name in ("early", "late"):
+        x = idata["posterior"][name].values
+        _assert_mean(x, *moments[name], f"E[{name}]")
+        _assert_mean(x * s, *moments[f"{name} s"], f"E[{name} s]")
+
+
+def test_deterministics_that_read_the_discrete_variables_come_back():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        z = pm.Bernoulli("z", 0.4, shape=3)
+        pm.Deterministic("n_on", z.sum())
+        pm.Deterministic("shift", 2 * mu)
+        pm.Normal("y", mu * z, 1.0, observed=[1.9, 0.6, -0.3])
+    summed = pmd.marginalize(model)
+    assert [d.name for d in summed.deterministics] == ["shift"]
+    with summed:
+        idata = pm.sample(draws=50, tune=50, chains=1, random_seed=2, progressbar=False,
+                          nuts_sampler="pymc", compute_convergence_checks=False)
+    pmd.recover_discrete(idata, model, random_seed=2)
+    post = idata["posterior"]
+    np.testing.assert_array_equal(post["n_on"].values, post["z"].values.sum(-1))
+
+
+# ---------------------------------------------------------------------------------------
+# register(): pm.sample() routed through the summed-out model when nutpie runs
+
+
+@pytest.mark.slow
+def test_plain_pm_sample_runs_nutpie_on_the_summed_out_model(registered, caplog):
+    """With nutpie installed, register() + pm.sample() samples the summed-out model with
+    nutpie (the log says so), returns the discrete draws beside the continuous ones, and
+    the same seed gives the same draws."""
+    model = _switch_model()
+    with caplog.at_level(logging.INFO, logger="pymc"), model:
+        first = pm.sample(draws=200, tune=200, chains=2, random_seed=5, progressbar=False)
+        second = pm.sample(draws=200, tune=200, chains=2, random_seed=5, progressbar=False)
+    assert "sampling the rest with nutpie" in caplog.text
+    assert first["sample_stats"].attrs["inference_library"] == "nutpie"
+    assert first["posterior"]["z"].shape == (2, 200, 3)
+    for name in ("mu", "z"):
+        np.testing.assert_array_equal(first["posterior"][name].values,
+                                      second["posterior"][name].values)
+
+
+def test_without_nutpie_the_collapsed_step_runs_as_before(registered, monkeypatch):
+    """Where PyMC would run its own NUTS on the summed-out model, pm.sample() is PyMC's,
+    with CollapsedNUTS assigned by register()."""
+    monkeypatch.setattr(mcmc, "NUTPIE_INSTALLED", False)
+    with _switch_model():
+        idata = pm.sample(draws=20, tune=20, chains=1, random_seed=5, progressbar=False,
+                          compute_convergence_checks=False)
+    assert "collapsed_draw" in str(list(idata["sample_stats"].data_vars)) or \
+        "jump_distance" in idata["sample_stats"]
+    assert idata["sample_stats"].attrs["inference_library"] == "pymc"
+
+
+def test_unregister_gives_pymc_its_own_sample_back():
+    before = pm.sample
+    pmd.register()
+    try:
+        assert pm.sample is not before and mcmc.sample is not before
+    finally:
+        pmd.unregister()
+    assert pm.sample is before and mcmc.sample is before
