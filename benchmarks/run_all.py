@@ -20,9 +20,9 @@ import time
 from benchmarks.harness import CONCURRENT_JOBS, size_name
 
 #: every script, the longest first (so that --jobs packs them well)
-SCRIPTS = ("run_applied", "run_numpyro", "run_path", "run_models", "run_exact", "run_core",
-           "run_paper", "run_blocked", "run_samcmc", "run_scaling", "run_phrasings",
-           "run_scale_mixture", "run_setup")
+SCRIPTS = ("run_applied", "run_summed", "run_numpyro", "run_path", "run_models", "run_exact",
+           "run_core", "run_paper", "run_blocked", "run_samcmc", "run_scaling",
+           "run_phrasings", "run_scale_mixture", "run_setup")
 
 
 def run_script(name: str, size: str = "full") -> float:

@@ -126,7 +126,8 @@ def test_a_check_that_fails_at_one_position_hides_no_other_pair():
 
 
 def test_register_picks_chain_gibbs_for_a_chain_and_nothing_else_takes_it(caplog):
-    """register() + pm.sample() on the HMM: ChainGibbs with NUTS on the means; a lattice
+    """register() + pm.sample() with PyMC's NUTS on the HMM: ChainGibbs with NUTS on the
+    means (with nutpie the chain is summed out instead: test_marginal_model); a lattice
     (sites with four neighbours) is refused by ChainGibbs, and recommend() does not pick
     it there."""
     model = _hmm("rows", mu=True)
@@ -135,7 +136,7 @@ def test_register_picks_chain_gibbs_for_a_chain_and_nothing_else_takes_it(caplog
     try:
         with caplog.at_level(logging.INFO, logger="pymc"), model:
             pm.sample(draws=20, tune=20, chains=1, random_seed=1, progressbar=False,
-                      compute_convergence_checks=False)
+                      compute_convergence_checks=False, nuts_sampler="pymc")
     finally:
         pmd.unregister()
     assert "pymc_discrete chose ChainGibbs for [z]" in caplog.text

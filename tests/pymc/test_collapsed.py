@@ -432,9 +432,10 @@ def test_register_builds_one_collapsed_nuts_for_every_variable(registered):
 
 @pytest.mark.slow
 def test_plain_pm_sample_runs_the_collapsed_step(registered):
-    """Plain ``pm.sample()`` after register(): NUTS's statistics and the draw's side by
-    side, and site 0 is occupied in every draw."""
-    idata = _sample(_occupancy_model(), draws=100, tune=100, chains=2)
+    """``pm.sample()`` with PyMC's NUTS after register(): NUTS's statistics and the draw's
+    side by side, and site 0 is occupied in every draw (with nutpie the block is summed
+    out of a model of its own instead: test_marginal_model)."""
+    idata = _sample(_occupancy_model(), draws=100, tune=100, chains=2, nuts_sampler="pymc")
     assert {"tree_depth", "diverging", "jump_distance"} <= set(idata.sample_stats.data_vars)
     assert (idata.posterior["z"].values[..., 0] == 1).all()
 

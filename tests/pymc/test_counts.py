@@ -83,8 +83,12 @@ def test_register_sums_out_counts_and_chains_agree_across_cores(caplog):
     """register() + pm.sample() hands the counts and the continuous variables to one
     CollapsedNUTS, says so, and gives the same draws with one core or two."""
     model = _model("poisson")
-    one = _registered_sample(model, caplog, draws=100, tune=100, cores=1, random_seed=5)
-    two = _registered_sample(model, caplog, draws=100, tune=100, cores=2, random_seed=5)
+    # PyMC's NUTS: the step loop (with nutpie the counts are summed out of a model of
+    # their own instead: test_marginal_model)
+    one = _registered_sample(model, caplog, draws=100, tune=100, cores=1, random_seed=5,
+                             nuts_sampler="pymc")
+    two = _registered_sample(model, caplog, draws=100, tune=100, cores=2, random_seed=5,
+                             nuts_sampler="pymc")
     assert "chose CollapsedNUTS for [N]" in caplog.text
     assert "count_window" in one.sample_stats
     np.testing.assert_array_equal(one.posterior["N"].values, two.posterior["N"].values)
@@ -253,6 +257,7 @@ def test_n_mixture_phrasings_sum_out_to_the_same_density(phrasing, caplog):
     np.testing.assert_array_equal(step.count_window.lower, y.max(axis=1))
     logp = step.methods[0]._logp_dlogp_func
     logp.set_extra_values({})
+    summed = pmd.marginalize(model).compile_logp()  # the summed-out model of its own
     values = np.arange(400)
     for b0, b1, logit_p in rng.normal(0.0, 0.7, size=(3, 3)) + [1.2, 0.5, 0.0]:
         p = expit(logit_p)
@@ -262,13 +267,18 @@ def test_n_mixture_phrasings_sum_out_to_the_same_density(phrasing, caplog):
                    + np.log(p) + np.log1p(-p))  # Beta(1, 1) on the log-odds scale
         ours, _ = logp(np.array([b0, b1, logit_p]))
         np.testing.assert_allclose(ours, by_hand, rtol=0, atol=1e-6)
+        point = {"b0": b0, "b1": b1, "p_logodds__": logit_p}
+        np.testing.assert_allclose(summed(point), by_hand, rtol=0, atol=1e-6)
     pmd.register()
     try:
         with model, caplog.at_level(logging.INFO, logger="pymc"):
             pm.sample(20, tune=20, chains=1, random_seed=1, progressbar=False,
                       compute_convergence_checks=False)
+            pm.sample(20, tune=20, chains=1, random_seed=1, progressbar=False,
+                      compute_convergence_checks=False, nuts_sampler="pymc")
     finally:
         pmd.unregister()
+    assert "N summed out over a window of values; sampling the rest with nutpie" in caplog.text
     assert "chose CollapsedNUTS for [N]" in caplog.text
 
 
@@ -343,7 +353,8 @@ def test_register_falls_back_to_count_lbp_when_the_sum_is_refused_at_sample_time
 
     collapsible.read_count_window = refuse_at_sample_time
     try:
-        idata = _registered_sample(model, caplog, draws=50, tune=50, cores=1, random_seed=2)
+        idata = _registered_sample(model, caplog, draws=50, tune=50, cores=1, random_seed=2,
+                                   nuts_sampler="pymc")
     finally:
         collapsible.read_count_window = original
     assert "chose CountLBP for [N]" in caplog.text
@@ -370,13 +381,14 @@ def test_a_value_below_the_window_that_becomes_possible_stops_the_run():
 
 def test_register_default_draws_the_joint_posterior(caplog):
     """What a user gets with no options: register() + pm.sample() on the two-abundance
-    model, every (N_0, N_1) pair of probability >= 0.01 (and the rarer pairs pooled)
-    within 4.5-4.7 MCSE of enumeration x quadrature (``_pairs_within_mcse``), and E[p]
-    within 4.5 MCSE."""
+    model (nutpie installed: the counts summed out of a model of their own, over a
+    window, then drawn back), every (N_0, N_1) pair of probability >= 0.01 (and the
+    rarer pairs pooled) within 4.5-4.7 MCSE of enumeration x quadrature
+    (``_pairs_within_mcse``), and E[p] within 4.5 MCSE."""
     joint, mean_p = _exact("poisson")
     idata = _registered_sample(_model("poisson"), caplog, draws=2000, tune=500, cores=1,
                                random_seed=6)
-    assert "chose CollapsedNUTS for [N]" in caplog.text
+    assert "N summed out over a window of values; sampling the rest with nutpie" in caplog.text
     n = idata.posterior["N"].values
     _pairs_within_mcse(n[..., 0], n[..., 1], joint)
     p = idata.posterior["p"].values

@@ -150,8 +150,8 @@ def test_discrete_variables_that_share_a_term_are_refused():
     with pm.Model() as model:
         mu = pm.Normal("mu")
         z = pm.Bernoulli("z", 0.5, shape=3)
-        pm.Normal("y", mu + z[:-1] * z[1:], 1.0, observed=[0.1, 0.2])
-    with pytest.raises(pmd.NotCollapsible, match="colours"):
+        pm.Normal("y", mu + z * z[[1, 2, 0]], 1.0, observed=[0.1, 0.2, 0.3])  # a triangle
+    with pytest.raises(pmd.NotCollapsible, match="nor as a chain"):
         pmd.marginalize(model)
 
 
@@ -278,3 +278,177 @@ def test_unregister_gives_pymc_its_own_sample_back():
     finally:
         pmd.unregister()
     assert pm.sample is before and mcmc.sample is before
+
+
+# ---------------------------------------------------------------------------------------
+# A hidden Markov chain: summed out by the forward algorithm, drawn back by forward
+# filtering, backward sampling
+
+
+@pytest.mark.parametrize("phrasing", ["index", "rows", "one-hot"])
+def test_a_chain_sums_out_by_the_forward_algorithm(phrasing):
+    """The summed-out HMM's log density is the joint's log-sum-exp over the 3^5 chains
+    at random means, in every phrasing of the transitions (a Potential: the sum is one
+    Potential and the emissions go with it)."""
+    from tests.pymc.test_chain import _hmm
+
+    model = _hmm(phrasing, mu=True)
+    summed = pmd.marginalize(model)
+    assert [rv.name for rv in summed.free_RVs] == ["mu"]
+    assert not summed.observed_RVs and len(summed.potentials) == 1
+    original, marginal = model.compile_logp(), summed.compile_logp()
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        mu = rng.normal(size=3)
+        joint = [original({"z": np.array(z), "mu": mu})
+                 for z in itertools.product(range(3), repeat=5)]
+        assert marginal({"mu": mu}) == pytest.approx(logsumexp(joint), abs=1e-9)
+
+
+# ---------------------------------------------------------------------------------------
+# The JAX samplers (on the CPU here) and the report of a run whose chains disagree
+
+
+def _hmm_with_free_scale() -> tuple[pm.Model, np.ndarray, np.ndarray]:
+    """A 5-step 3-state chain with a free emission scale, and the exact joint probability
+    of its 243 states (enumeration times Gauss-Legendre quadrature over the scale)."""
+    import pytensor.tensor as pt
+    from scipy.stats import halfnorm, norm
+
+    from tests.pymc.test_chain import LOG_P, MU, Y
+
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(3) / 3, shape=5)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Potential("chain", pt.sum(pt.as_tensor(LOG_P)[z[:-1], z[1:]]))
+        pm.Normal("y", pt.as_tensor(MU)[z], sigma, observed=Y)
+    states = np.array(list(itertools.product(range(3), repeat=5)))
+    nodes, weights = np.polynomial.legendre.leggauss(400)
+    s = 2.5 * (nodes + 1.0)  # sigma in (0, 5): the prior mass beyond 5 is 6e-7
+    w = 2.5 * weights * halfnorm.pdf(s)
+    chain = LOG_P[states[:, :-1], states[:, 1:]].sum(1)
+    lik = norm.logpdf(Y[None, None, :], MU[states][:, None, :], s[None, :, None]).sum(-1)
+    joint = np.exp(chain[:, None] + lik - (chain[:, None] + lik).max()) * w[None, :]
+    return model, states, joint.sum(1) / joint.sum()
+
+
+@pytest.mark.slow
+def test_numpyro_samples_a_summed_out_chain(registered):
+    """register() + pm.sample(nuts_sampler="numpyro") on an HMM: the chain's forward
+    algorithm runs in JAX, and the recovered chain's 243 joint states are within 4 MCSE
+    of enumeration times quadrature."""
+    from tests.pymc.joint import assert_joint_frequencies_match
+
+    model, states, probs = _hmm_with_free_scale()
+    with model:
+        idata = pm.sample(draws=1000, tune=500, chains=4, random_seed=3, progressbar=False,
+                          nuts_sampler="numpyro", compute_convergence_checks=False)
+    assert idata["posterior"].attrs["inference_library"] == "numpyro"
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
+
+
+@pytest.mark.slow
+def test_blackjax_samples_summed_out_switches(registered):
+    """register() + pm.sample(nuts_sampler="blackjax") on three switches: every pattern's
+    joint frequency and E[mu z_i] against quadrature times enumeration."""
+    patterns, probs, moments = _switch_truth()
+    with _switch_model():
+        idata = pm.sample(draws=1000, tune=500, chains=4, random_seed=3, progressbar=False,
+                          nuts_sampler="blackjax", compute_convergence_checks=False)
+    z = idata["posterior"]["z"].values
+    _assert_frequencies(z @ np.array([4, 2, 1]), probs, patterns)
+    mu = idata["posterior"]["mu"].values
+    for i in range(3):
+        _assert_mean(mu * z[..., i], *moments[f"mu z{i}"], f"E[mu z{i}]")
+
+
+@pytest.mark.slow
+def test_a_chain_summed_out_for_nutpie_matches_enumeration(registered, caplog):
+    """register() + pm.sample() with nutpie installed sums an HMM out by the forward
+    algorithm (the log says so) and recovers the chain by forward filtering, backward
+    sampling: its 243 joint states within 4 MCSE of enumeration times quadrature."""
+    from tests.pymc.joint import assert_joint_frequencies_match
+
+    model, states, probs = _hmm_with_free_scale()
+    with caplog.at_level(logging.INFO, logger="pymc"), model:
+        idata = pm.sample(draws=1000, tune=500, chains=4, random_seed=3, progressbar=False,
+                          compute_convergence_checks=False)
+    assert "summed out as a chain, by the forward algorithm" in caplog.text
+    assert_joint_frequencies_match(idata, ["z"], states, probs)
+
+
+def test_nutpie_runs_are_checked_for_convergence_as_pymcs_are(registered, caplog):
+    """PyMC does not check nutpie's draws; the summed-out route does, with PyMC's own
+    checks and messages (here: too few draws to tell)."""
+    with caplog.at_level(logging.INFO, logger="pymc"), _switch_model():
+        pm.sample(draws=30, tune=30, chains=2, random_seed=5, progressbar=False)
+    assert "sampling the rest with nutpie" in caplog.text
+    assert "too small to check convergence reliably" in caplog.text
+
+
+def test_initial_values_are_kept():
+    """A model with initial values (PyMC's graph conversion refuses them) sums out, and
+    the summed-out model starts where the original does."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0, initval=0.5)
+        z = pm.Bernoulli("z", 0.5, shape=3, initval=[1, 0, 1])
+        pm.Normal("y", mu * z, 1.0, observed=np.ones(3))
+    summed = pmd.marginalize(model)
+    assert summed.initial_point()["mu"] == 0.5
+    assert model.rvs_to_initial_values[model["mu"]] == 0.5  # the original is unchanged
+
+
+# ---------------------------------------------------------------------------------------
+# Latent counts: summed over a window, checked at every draw
+
+
+def test_counts_sum_out_over_their_window():
+    """Two Poisson abundances seen through binomial counts: the summed-out density equals
+    the sum over 0..299 of every abundance (the window leaves less than 1e-8 beyond it),
+    at random detection probabilities."""
+    from scipy.stats import binom, poisson
+
+    from tests.pymc.test_counts import RATES, Y, _model
+
+    summed = pmd.marginalize(_model("poisson"))
+    assert [rv.name for rv in summed.free_RVs] == ["p"]
+    logp = summed.compile_logp()
+    values = np.arange(300)
+    for p in (0.2, 0.5, 0.8):
+        site = [logsumexp(poisson.logpmf(values, RATES[i])
+                          + binom.logpmf(Y[i][:, None], values, p).sum(0)) for i in range(2)]
+        prior = float(pm.logp(pm.Beta.dist(2.0, 2.0), p).eval())
+        jacobian = np.log(p * (1 - p))  # the logit transform's
+        exact = sum(site) + prior + jacobian
+        assert logp({"p_logodds__": np.log(p / (1 - p))}) == pytest.approx(exact, abs=1e-7)
+
+
+def test_a_window_too_narrow_for_a_draw_is_caught():
+    """A summed-out model whose window misses conditional mass at a draw: recovering the
+    counts raises, saying how wide to sum; register()'s route samples again wider."""
+    from tests.pymc.test_counts import _model
+
+    model = _model("poisson")
+    summed = pmd.marginalize(model, count_width=4)
+    with summed:
+        idata = pm.sample(draws=20, tune=20, chains=1, random_seed=1, progressbar=False,
+                          nuts_sampler="pymc", compute_convergence_checks=False)
+    from pymc_discrete.pymc.summing.recover import CountWindowTooNarrow
+
+    with pytest.raises(CountWindowTooNarrow, match="count_width=8"):
+        pmd.recover_discrete(idata, model, random_seed=1)
+
+
+def test_registers_route_widens_a_window_that_proved_too_narrow(registered, caplog,
+                                                                monkeypatch):
+    """Where the first window proves too narrow after sampling, the route logs it and
+    samples again over twice as many values."""
+    from pymc_discrete.pymc.summing import marginal_model
+    from tests.pymc.test_counts import Y, _model
+
+    monkeypatch.setattr(marginal_model, "COUNT_WIDTH_MARGIN", 0.25)
+    with caplog.at_level(logging.INFO, logger="pymc"), _model("poisson"):
+        idata = pm.sample(draws=50, tune=50, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+    assert "Sampling again, summed over" in caplog.text
+    assert (idata["posterior"]["N"].values >= Y.max(axis=1)).all()

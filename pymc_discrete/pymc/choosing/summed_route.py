@@ -1,16 +1,21 @@
 """``pm.sample()`` on the summed-out model, with the NUTS PyMC would pick for it.
 
 While :func:`~pymc_discrete.register` is in effect, ``pm.sample`` is wrapped: when the
-user passes no step, every discrete variable of the model sums out site by site (the
-block :func:`~pymc_discrete.recommend` gives to :class:`~pymc_discrete.CollapsedNUTS`),
-and the NUTS that would run on the model with them summed out is one of PyMC's external
-samplers (nutpie, picked by PyMC's own rule when it is installed, or
-``nuts_sampler="nutpie" | "numpyro" | "blackjax"``), the call samples
-:func:`~pymc_discrete.marginalize`'s model with that sampler and adds exact draws of
-the discrete variables (:func:`~pymc_discrete.recover_discrete`). Everywhere else the
-call is PyMC's own, with the steps :class:`~pymc_discrete.pymc.choosing.auto_step.AutoStep`
-assigns: where PyMC's Python NUTS would run either way, CollapsedNUTS samples the same
-marginal.
+user passes no step, the model's discrete variables sum out exactly (sites that share no
+term, or a chain by the forward algorithm: :func:`~pymc_discrete.marginalize`), and the
+NUTS that would run on the model with them summed out is one of PyMC's external samplers
+(nutpie, picked by PyMC's own rule when it is installed, or
+``nuts_sampler="nutpie" | "numpyro" | "blackjax"``), the call samples the summed-out
+model with that sampler and adds exact draws of the discrete variables
+(:func:`~pymc_discrete.recover_discrete`). Everywhere else the call is PyMC's own, with
+the steps :class:`~pymc_discrete.pymc.choosing.auto_step.AutoStep` assigns.
+
+Why summing wins whenever a compiled NUTS runs: a draw of the summed-out model costs one
+compiled trajectory, whose gradients evaluate the block's terms at K values per site (or
+a forward and a backward pass of a chain); drawing the block instead (ChainGibbs or
+BlockedGibbs beside NUTS) needs PyMC's own step loop, whose Python overhead per draw is
+larger than a compiled trajectory of these models. Where PyMC's Python NUTS would run
+either way, :func:`~pymc_discrete.recommend` weighs summing against drawing as before.
 """
 
 from __future__ import annotations
@@ -21,15 +26,17 @@ import logging
 import numpy as np
 from pymc.model import modelcontext
 from pymc.sampling import mcmc
+from pymc.stats.convergence import log_warnings, run_convergence_checks
 from pytensor.compile.mode import get_mode
 from pytensor.link.jax.linker import JAXLinker
 from pytensor.link.numba.linker import NumbaLinker
 
-from pymc_discrete.pymc.choosing.auto_step import _cached_recommendation, _is_discrete
-from pymc_discrete.pymc.summing.collapsed_nuts import CollapsedNUTS
+from pymc_discrete.kernels.counts import MAX_COUNT
+from pymc_discrete.pymc.summing.chain_sum import register_jax
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
-from pymc_discrete.pymc.summing.marginal_model import marginalize
-from pymc_discrete.pymc.summing.recover import cached_summed_block, recover_discrete
+from pymc_discrete.pymc.summing.count_sum import grid_width
+from pymc_discrete.pymc.summing.marginal_model import cached_summed_block, marginalize
+from pymc_discrete.pymc.summing.recover import CountWindowTooNarrow, recover_discrete
 
 __all__ = ["external_sampler", "summed_out_sample", "wrap_sample"]
 
@@ -61,38 +68,43 @@ def external_sampler(kwargs: dict) -> tuple[str | None, str]:
 
 
 def _route(model, kwargs: dict) -> tuple[str | None, str]:
+    """The external sampler to run on the summed-out model, or None and why not (logged
+    where an external sampler would have run: the user sees why PyMC's loop runs)."""
+    sampler, why = _external_route(model, kwargs)
+    if sampler is None and why.startswith("not summed out") and not kwargs.get("quiet"):
+        _log.info("pymc-discrete: %s", why)
+    return sampler, why
+
+
+def _external_route(model, kwargs: dict) -> tuple[str | None, str]:
     """The external sampler to run on the summed-out model, or None and why not."""
     if kwargs.get("step") is not None:
         return None, "steps were given"
-    discrete = [rv for rv in model.free_RVs if _is_discrete(rv)]
+    discrete = [rv for rv in model.free_RVs if rv.type.dtype.startswith(("int", "uint", "bool"))]
     if not discrete:
         return None, "the model has no discrete variables"
     sampler, why = external_sampler(kwargs)
     if sampler is None:
         return None, why
-    point = model.initial_point()
-    values = [model.rvs_to_values[rv] for rv in discrete]
-    try:
-        choice = _cached_recommendation(model, values, point, None)
-    except Exception as err:  # structure not readable: PyMC's assignment decides
-        return None, f"the structure could not be read ({err})"
-    if choice.step is not CollapsedNUTS:
-        return None, f"the discrete variables go to {choice.step.__name__}: {choice.reason}"
     try:
         cached_summed_block(model)
     except NotCollapsible as err:
-        return None, str(err)
+        return None, f"not summed out for {sampler}: {err}"
+    except Exception as err:  # structure not readable: PyMC's assignment decides
+        return None, (f"not summed out for {sampler}: the structure could not be read "
+                      f"({type(err).__name__}: {err})")
     return sampler, why
 
 
 def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, sample):
     """``sample`` (PyMC's) on the summed-out model with ``sampler``, then the discrete
-    draws recovered into every group of draws it returned."""
-    block = cached_summed_block(model)
-    summed = marginalize(model)
+    draws recovered into every group of draws it returned. Latent counts whose
+    conditional ran past the window summed over at some draw are summed again over
+    twice as many values, and sampled again (logged)."""
     kwargs = dict(kwargs)
     kwargs["nuts_sampler"] = sampler
     kwargs.pop("model", None)
+    block = cached_summed_block(model)
     names = set(block.names)
     initvals = kwargs.get("initvals")
     if isinstance(initvals, dict):
@@ -101,17 +113,61 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     var_names = kwargs.get("var_names")
     if var_names is not None:
         kwargs["var_names"] = [n for n in var_names if n not in names]
-    if not kwargs.get("quiet", False):
-        _log.info("pymc-discrete: %s summed out site by site; sampling the rest with %s (%s), "
-                  "then drawing %s exactly from their conditional at every draw",
-                  ", ".join(block.names), sampler, why, ", ".join(block.names))
-    idata = sample(*args, model=summed, **kwargs)
-    seed = kwargs.get("random_seed")
-    sequence = np.random.SeedSequence(seed if isinstance(seed, int | np.integer) else None)
-    for group, child in zip(("posterior", "warmup_posterior"), sequence.spawn(2)):
-        if group in _groups(idata):
-            recover_discrete(idata, model, group=group, random_seed=np.random.default_rng(child))
+    quiet = kwargs.get("quiet", False)
+    if not quiet:
+        how = ("as a chain, by the forward algorithm" if block.layout is not None
+               else "over a window of values" if block.count_window is not None
+               else "site by site")
+        _log.info("pymc-discrete: %s summed out %s; sampling the rest with %s (%s), then "
+                  "drawing %s exactly from their conditional at every draw",
+                  ", ".join(block.names), how, sampler, why, ", ".join(block.names))
+    if sampler in ("numpyro", "blackjax") and block.layout is not None:
+        register_jax()  # the chain's forward algorithm, for PyTensor's JAX backend
+    width = None
+    while True:
+        summed = marginalize(model, count_width=width)
+        idata = sample(*args, model=summed, **kwargs)
+        try:
+            _recover(idata, model, kwargs.get("random_seed"))
+            break
+        except CountWindowTooNarrow as err:
+            width = grid_width(2 * err.width)
+            if width > MAX_COUNT:
+                raise
+            _log.warning("pymc-discrete: %s. Sampling again, summed over %d values.",
+                         str(err).split(". Sum over")[0], width)
+    if sampler == "nutpie" and kwargs.get("compute_convergence_checks", True):
+        # PyMC checks r-hat, ESS and divergences after its own NUTS and the JAX samplers,
+        # not after nutpie: a run whose chains disagree is reported as PyMC reports it
+        warnings = run_convergence_checks(idata, summed)
+        if not quiet:
+            log_warnings(warnings)
+    # PyMC's own runs keep the sampling time on sample_stats; its nutpie path on the
+    # posterior: both places, as after PyMC's NUTS
+    groups = _groups(idata)
+    if "posterior" in groups and "sample_stats" in groups:
+        for key in ("sampling_time", "tuning_steps"):
+            value = idata["posterior"].attrs.get(key)
+            if value is not None:
+                idata["sample_stats"].attrs.setdefault(key, value)
     return idata
+
+
+def _recover(idata, model, seed) -> None:
+    """The discrete draws of the posterior and of the warm-up (where kept), from a seed
+    derived from ``pm.sample``'s (an int or one per chain; None: unseeded, as PyMC)."""
+    if isinstance(seed, int | np.integer):
+        entropy = int(seed)
+    elif isinstance(seed, list | tuple) and all(isinstance(x, int | np.integer) for x in seed):
+        entropy = [int(x) for x in seed]
+    else:
+        entropy = None
+    posterior, warmup = np.random.SeedSequence(entropy).spawn(2)
+    recover_discrete(idata, model, random_seed=np.random.default_rng(posterior))
+    if "warmup_posterior" in _groups(idata):
+        # tuning wanders: its draws are recovered whatever the window's tail there
+        recover_discrete(idata, model, group="warmup_posterior", check_window=False,
+                         random_seed=np.random.default_rng(warmup))
 
 
 def _groups(idata) -> list:

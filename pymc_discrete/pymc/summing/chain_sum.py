@@ -42,7 +42,8 @@ from pymc_discrete.pymc.model.terms import (
     without_checks,
 )
 
-__all__ = ["ChainSum", "chain_marginal_log_density", "forward_log_normaliser"]
+__all__ = ["ChainSum", "chain_marginal_log_density", "chain_tables_graph",
+           "forward_log_normaliser", "register_jax"]
 
 
 class ChainSum(Op):
@@ -106,6 +107,52 @@ def _register_numba() -> None:
 
 
 _register_numba()
+
+#: whether ChainSum has its JAX implementation registered (:func:`register_jax`)
+_jax_registered = False
+
+
+def register_jax() -> None:
+    """ChainSum inside PyTensor's JAX-compiled graphs (NumPyro and BlackJAX): the forward
+    algorithm as a ``lax.scan`` in log space, the marginals (the gradient of ``log Z``)
+    by JAX's reverse pass through it. Registered on demand, so that importing the
+    package does not import JAX.
+
+    Raises
+    ------
+    ImportError
+        If JAX is not installed.
+    """
+    global _jax_registered
+    if _jax_registered:
+        return
+    import jax
+    import jax.numpy as jnp
+    from jax.scipy.special import logsumexp
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    def log_normaliser(unary, pair):
+        def forward(alpha, inputs):
+            phi, psi = inputs
+            alpha = logsumexp(alpha[:, None] + psi, axis=0) + phi
+            return alpha, None
+
+        alpha, _ = jax.lax.scan(forward, unary[0], (unary[1:], pair))
+        return logsumexp(alpha)
+
+    with_marginals = jax.value_and_grad(log_normaliser, argnums=(0, 1))
+
+    @jax_funcify.register(ChainSum)
+    def _jax_chain_sum(op, **kwargs):
+        def chain_sum(unary, pair):
+            log_z, (gamma, xi) = with_marginals(unary, pair)
+            # no state of positive probability: no derivative (as the numba version)
+            finite = jnp.isfinite(log_z)
+            return (log_z, jnp.where(finite, gamma, 0.0), jnp.where(finite, xi, 0.0))
+
+        return chain_sum
+
+    _jax_registered = True
 
 
 def forward_log_normaliser(unary: Variable, pair: Variable) -> Variable:
@@ -201,6 +248,28 @@ def chain_marginal_log_density(model, value_vars, point: dict, exact: ExactRatio
     layout : ChainLayout
         Its chain order (:func:`~pymc_discrete.pymc.steps.chain.chain_layout`).
     """
+    unary, pair, held, rest = chain_tables_graph(model, value_vars, point, exact, layout)
+    total = forward_log_normaliser(unary, pair)
+    return pt.switch(held, rest + total, -np.inf)
+
+
+def chain_tables_graph(model, value_vars, point: dict, exact: ExactRatios,
+                       layout: ChainLayout) -> tuple[Variable, Variable, Variable, Variable]:
+    """The chain's unary and pair tables as graphs of the model's other value variables
+    (:func:`chain_marginal_log_density`), whether every parameter check held at the
+    states they were evaluated at, and the rest of the log density.
+
+    Returns
+    -------
+    unary : Variable
+        (T, K), in chain order (-inf at values a site does not have).
+    pair : Variable
+        (T - 1, K, K).
+    held : Variable
+        Boolean scalar.
+    rest : Variable
+        Scalar: the terms that do not depend on the block.
+    """
     pieces, rest = block_pieces(model, value_vars)
     n_values = (np.full(exact.n_sites, 2, np.int64) if exact.n_categories is None
                 else exact.n_categories)
@@ -228,5 +297,4 @@ def chain_marginal_log_density(model, value_vars, point: dict, exact: ExactRatio
     unary_terms, unary_held = _batched([p for p, u in zip(pieces, unary_piece) if u],
                                        value_vars, point, unary_rows)
     unary, pair = _tables(pair_terms, pair_ids, unary_terms, unary_ids, layout, k, n_values)
-    total = forward_log_normaliser(unary, pair)
-    return pt.switch(pt.and_(pair_held, unary_held), rest + total, -np.inf)
+    return unary, pair, pt.and_(pair_held, unary_held), rest

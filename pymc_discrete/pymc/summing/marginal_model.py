@@ -27,6 +27,8 @@ chain summed by the forward algorithm, which does not split by site.
 
 from __future__ import annotations
 
+import weakref
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -46,22 +48,27 @@ from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.compound import Competence
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
-from pytensor.graph.replace import clone_replace
+from pytensor.graph.replace import clone_replace, graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_on
 
+from pymc_discrete.pymc.model.counts import CountWindow, count_exact_ratios, is_count
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.terms import piece_sizes, split_into_pieces
 from pymc_discrete.pymc.model.validation import check_discrete_block
 from pymc_discrete.pymc.steps.albp import ALBP
+from pymc_discrete.pymc.steps.chain import chain_layout
+from pymc_discrete.pymc.summing.chain_sum import chain_tables_graph, forward_log_normaliser
 from pymc_discrete.pymc.summing.collapsible import (
     NotCollapsible,
     collapsible,
+    count_window_or_problem,
     possible_values,
     site_of_term,
 )
+from pymc_discrete.pymc.summing.count_sum import grid_width
 from pymc_discrete.pymc.summing.marginal import site_sums_graph
 
-__all__ = ["SummedBlock", "marginalize", "summed_block"]
+__all__ = ["SummedBlock", "cached_summed_block", "marginalize", "summed_block"]
 
 
 class SummedBlock(NamedTuple):
@@ -89,6 +96,15 @@ class SummedBlock(NamedTuple):
     carriers : dict or None
         Observed variable name -> (elements, sites): the elements of its data that
         carry the sums of those sites (None: the sum is one Potential).
+    layout : ChainLayout or None
+        For a chain summed by the forward algorithm: its order (``per_site`` is then
+        None and ``tables`` holds its unary and pair tables in chain order).
+    tables : tuple of Variable or None
+        ``(unary (T, K), pair (T - 1, K, K))`` graphs of a chain, -inf where a check
+        fails.
+    count_window : CountWindow or None
+        For latent counts: the values every count is summed over (``offsets`` is its
+        lower end, ``possible`` all True over its width).
     """
 
     names: tuple
@@ -100,6 +116,15 @@ class SummedBlock(NamedTuple):
     loose: Variable
     readers: tuple
     carriers: dict | None
+    layout: object = None
+    tables: tuple | None = None
+    count_window: object = None
+
+    def total(self) -> Variable:
+        """Scalar graph: the block summed out (the sum over every state of its terms)."""
+        if self.layout is not None:
+            return forward_log_normaliser(*self.tables)
+        return _logsumexp_rows(self.per_site).sum() + self.loose
 
 
 def _is_finite_discrete(rv) -> bool:
@@ -110,12 +135,16 @@ def _is_discrete(rv) -> bool:
     return rv.type.dtype.startswith(("int", "uint", "bool"))
 
 
-def summed_block(model) -> SummedBlock:
+def summed_block(model, count_width: int | None = None) -> SummedBlock:
     """Read the model's discrete variables as one block and its sum over them.
 
     Parameters
     ----------
     model : pymc.Model
+    count_width : int, optional
+        Latent counts only: the number of values every count is summed over (default:
+        :data:`COUNT_WIDTH_MARGIN` times the window read at the initial point and at
+        perturbed continuous values).
 
     Returns
     -------
@@ -128,14 +157,19 @@ def summed_block(model) -> SummedBlock:
         terms, the values a site can take depend on the continuous variables, a variable
         is a latent count, a continuous variable's prior reads them, ...), saying why.
     """
-    plain = remove_value_transforms(model)
+    with _without_initial_values(model):
+        plain = remove_value_transforms(model)
     discrete = [rv for rv in plain.free_RVs if _is_discrete(rv)]
     if not discrete:
         raise NotCollapsible("the model has no discrete variables to sum out")
-    counts = [rv.name for rv in discrete if not _is_finite_discrete(rv)]
-    if counts:
-        raise NotCollapsible(f"{', '.join(counts)} have no finite set of values (latent "
-                             "counts are summed out by pmd.CollapsedNUTS within a window)")
+    counts = [rv.name for rv in discrete if is_count(rv)]
+    if counts and len(counts) < len(discrete):
+        raise NotCollapsible(f"the model has latent counts ({', '.join(counts)}) beside "
+                             "finite discrete variables: they are not summed out together")
+    other = [rv.name for rv in discrete if not counts and not _is_finite_discrete(rv)]
+    if other:
+        raise NotCollapsible(f"{', '.join(other)} are neither finite discrete variables "
+                             "nor latent counts")
     continuous = [rv for rv in plain.free_RVs if not _is_discrete(rv)]
     if not continuous:
         raise NotCollapsible("the model has no continuous variables: nothing would be left "
@@ -150,17 +184,33 @@ def summed_block(model) -> SummedBlock:
     # in the support); the sums are built on the copy, whose terms are the same
     point = model.initial_point()
     original = [model.rvs_to_values[model.named_vars[rv.name]] for rv in discrete]
+    block = [plain.rvs_to_values[rv] for rv in discrete]
+    readers = tuple(v.name for v in [*plain.observed_RVs, *plain.potentials]
+                    if variable_depends_on(v, discrete))
+    if counts:
+        return _count_block(model, plain, original, block, readers, count_width)
     support = check_discrete_block(model, original, "pmd.marginalize", point)
     exact = ExactRatios(model, original, point,
                         make_shared_replacements(point, original, model),
                         n_categories=None if support.is_binary else support.n_values,
                         offsets=support.offsets)
-    block = [plain.rvs_to_values[rv] for rv in discrete]
     point = plain.initial_point()
     why = collapsible(exact)
     if why is not None:
-        raise NotCollapsible(f"{', '.join(exact.var_names)} cannot be summed out site by "
-                             f"site: {why}")
+        layout = chain_layout(exact) if exact.proven else None
+        if layout is None:
+            raise NotCollapsible(f"{', '.join(exact.var_names)} cannot be summed out site "
+                                 f"by site ({why}), nor as a chain")
+        unary, pair, held, _ = chain_tables_graph(plain, block, plain.initial_point(), exact,
+                                                  layout)
+        observed = [name for name in readers if plain.named_vars[name] in plain.observed_RVs]
+        # one observed variable and no Potential: it carries the chain's sum at its first
+        # element (a chain's sum does not split by site)
+        carriers = ({observed[0]: (np.zeros(1, np.int64), np.zeros(1, np.int64))}
+                    if len(observed) == len(readers) == 1 else None)
+        return SummedBlock(exact.var_names, plain, exact, None, support.offsets, None,
+                           pt.constant(0.0), readers, carriers, layout,
+                           (pt.switch(held, unary, -np.inf), pair))
     possible = possible_values(exact)
     k = exact.layout.max_values
     # state v puts every site at v where v is possible, else at a possible value: its
@@ -170,11 +220,56 @@ def summed_block(model) -> SummedBlock:
     per_site, loose, held = site_sums_graph(plain, block, point, exact,
                                             index + support.offsets[None, :])
     per_site = pt.switch(pt.and_(held, pt.as_tensor(possible)), per_site, -np.inf)
-    readers = tuple(v.name for v in [*plain.observed_RVs, *plain.potentials]
-                    if variable_depends_on(v, discrete))
     carriers = _carriers(plain, block, exact, point, readers)
     return SummedBlock(exact.var_names, plain, exact, possible, support.offsets, per_site,
                        loose, readers, carriers)
+
+
+#: latent counts are summed over this many times the values their window needs at the
+#: initial point and the probes around it: the summed-out model's window is fixed, and
+#: recover_discrete checks at every draw that the mass beyond it is negligible
+COUNT_WIDTH_MARGIN = 2.0
+
+
+def _count_block(model, plain, original: list, block: list, readers: tuple,
+                 width: int | None) -> SummedBlock:
+    """Latent counts that share no term, summed over a window of values (module
+    docstring of :mod:`~pymc_discrete.pymc.summing.count_sum`)."""
+    point = model.initial_point()
+    exact = count_exact_ratios(model, original, point)
+    window = count_window_or_problem(model, original, exact, point)
+    if isinstance(window, str):
+        raise NotCollapsible(f"the counts {', '.join(exact.var_names)} cannot be summed "
+                             f"out: {window}")
+    width = int(width) if width is not None else grid_width(
+        int(np.ceil(COUNT_WIDTH_MARGIN * window.width)))
+    window = CountWindow(window.lower, width, window.tail, window.start)
+    values = np.arange(width, dtype=np.int64)[:, None] + window.lower[None, :]
+    plain_point = plain.initial_point()
+    per_site, loose, held = site_sums_graph(plain, block, plain_point, exact, values)
+    per_site = pt.switch(held, per_site, -np.inf)
+    carriers = _carriers(plain, block, exact, plain_point, readers)
+    possible = np.ones((exact.n_sites, width), dtype=bool)
+    return SummedBlock(exact.var_names, plain, exact, possible, window.lower, per_site,
+                       loose, readers, carriers, count_window=window)
+
+
+#: model -> (its named variables, its SummedBlock): the structure is read once
+_BLOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_summed_block(model, count_width: int | None = None) -> SummedBlock:
+    """:func:`summed_block`, read once per model and count width (again if a variable was
+    added since); without a width, the block last read for the model."""
+    key = (tuple(model.named_vars), count_width)
+    cached = _BLOCKS.get(model)
+    # no width asked: the block last read (the one the summed-out model was built on)
+    if cached is not None and (cached[0] == key or (
+            count_width is None and cached[0][0] == key[0])):
+        return cached[1]
+    block = summed_block(model, count_width)
+    _BLOCKS[model] = (key, block)
+    return block
 
 
 def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> dict | None:
@@ -237,7 +332,7 @@ def _unwrapped(graph: Variable, keep: dict) -> Variable:
         graph = clone_replace(graph, {v: v.owner.inputs[0] for v in wrapped})
 
 
-def marginalize(model) -> object:
+def marginalize(model, *, count_width: int | None = None) -> object:
     """The model with its discrete variables summed out: a :class:`pymc.Model` over the
     continuous variables whose log density is the exact sum over the discrete ones.
 
@@ -251,9 +346,18 @@ def marginalize(model) -> object:
     the original model (module docstring). Draws of the discrete variables come back
     with :func:`~pymc_discrete.recover_discrete`.
 
+    Latent counts (Poisson, NegativeBinomial, Geometric abundances of an N-mixture
+    model) that share no term are summed over a fixed window of values from the lowest
+    the data allow: :data:`COUNT_WIDTH_MARGIN` times the width their conditional needs
+    at the initial point and at perturbed continuous values, or ``count_width``.
+    :func:`~pymc_discrete.recover_discrete` checks at every draw that the conditional
+    mass beyond the window is below 1e-8 of the mass in it, and raises where it is not.
+
     Parameters
     ----------
     model : pymc.Model
+    count_width : int, optional
+        Latent counts only: the number of values every count is summed over.
 
     Returns
     -------
@@ -276,8 +380,9 @@ def marginalize(model) -> object:
     >>> [rv.name for rv in summed.free_RVs]
     ['w', 'mu']
     """
-    block = summed_block(model)
-    fgraph, _ = fgraph_from_model(model)
+    block = cached_summed_block(model, count_width)
+    with _without_initial_values(model):
+        fgraph, _ = fgraph_from_model(model)
     by_name = {out.name: out for out in fgraph.outputs}
     discrete = [by_name[name] for name in block.names]
     # the discrete variables become plain random variables: drawn from their prior where
@@ -308,11 +413,11 @@ def marginalize(model) -> object:
                    if name in params}
         replace.update({v: shared[v.name] for v in graph_inputs([graph])
                         if isinstance(v, SharedVariable) and v.name in shared})
-        return clone_replace(graph, replace)
+        return graph_replace(graph, replace, strict=False)
 
-    sums = _logsumexp_rows(block.per_site)
+    sums = None if block.per_site is None else _logsumexp_rows(block.per_site)
     if block.carriers is None:
-        total = in_model_space(sums.sum() + block.loose, continuous)
+        total = in_model_space(block.total(), continuous)
         name = "__".join(block.names) + "_summed_out"
         fgraph.add_output(model_potential(total, name), import_missing=True)
         for reader in block.readers:
@@ -321,17 +426,39 @@ def marginalize(model) -> object:
                 fgraph.remove_output(fgraph.outputs.index(out))
     else:
         _replace_readers(fgraph, block, by_name, continuous, sums, in_model_space)
-    return model_from_fgraph(fgraph, mutate_fgraph=True)
+    summed = model_from_fgraph(fgraph, mutate_fgraph=True)
+    for rv, value in model.rvs_to_initial_values.items():
+        if value is not None and rv.name in summed.named_vars:
+            summed.set_initval(summed[rv.name], value)
+    return summed
+
+
+@contextmanager
+def _without_initial_values(model):
+    """The model with its initial values set aside (PyMC's fgraph conversion refuses a
+    model that has any); they are put back afterwards."""
+    saved = dict(model.rvs_to_initial_values)
+    try:
+        for rv in saved:
+            model.rvs_to_initial_values[rv] = None
+        yield model
+    finally:
+        model.rvs_to_initial_values.update(saved)
 
 
 def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict,
                      sums: Variable, in_model_space) -> None:
     """Every observed variable that reads the block becomes a CustomDist carrying the
     sums of its sites (module docstring)."""
+    if block.layout is None:
+        unit_sums, units = sums, block.exact.n_sites
+    else:  # a chain: one sum, carried whole
+        unit_sums, units = block.total()[None], 1
     carried = np.concatenate([sites for _, sites in block.carriers.values()]
                              ) if block.carriers else np.zeros(0, np.int64)
-    uncarried = np.setdiff1d(np.arange(block.exact.n_sites), carried)
+    uncarried = np.setdiff1d(np.arange(units), carried)
     plain = block.plain
+    reads = {name for _, name in _plain_inputs(block.total(), plain)}
     for index, reader in enumerate(block.readers):
         out = by_name[reader]
         rv, data = out.owner.inputs[:2]
@@ -340,7 +467,7 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
         plain_data = plain.rvs_to_values[plain.named_vars[reader]]
         names = sorted({name for name in continuous
                         if variable_depends_on(rv, [continuous[name]])}
-                       | {name for value, name in _plain_inputs(block.per_site, plain)})
+                       | reads)
         params = [continuous[name] for name in names]
         first = index == 0
 
@@ -351,9 +478,9 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
         def log_density(value, *args, _names=names, _elements=elements, _sites=sites,
                         _data=plain_data, _first=first):
             graph = pt.zeros(value.size, dtype="float64")
-            graph = pt.inc_subtensor(graph[_elements], sums[_sites])
+            graph = pt.inc_subtensor(graph[_elements], unit_sums[_sites])
             if _first:  # the terms no site moves, and the sites no data reads
-                extra = block.loose + (sums[uncarried].sum() if uncarried.size else 0.0)
+                extra = block.loose + (unit_sums[uncarried].sum() if uncarried.size else 0.0)
                 graph = pt.inc_subtensor(graph[0], extra)
             graph = clone_replace(graph, {_data: value})
             graph = in_model_space(graph, dict(zip(_names, args)))

@@ -4,7 +4,8 @@ Given posterior draws of the continuous variables theta of a model whose discret
 was summed out (:func:`~pymc_discrete.marginalize`), the block's conditional
 ``p(z | theta)`` factorises over its sites (that is what let it sum out), so one draw of
 every site from its conditional at every posterior draw gives exact draws of
-``(theta, z)`` from the joint posterior. The conditional tables of all draws come from
+``(theta, z)`` from the joint posterior; a chain is drawn whole by forward filtering,
+backward sampling. The conditional tables of all draws come from
 one compiled graph vectorised over draws (in chunks), and the sites are drawn by the
 Gumbel-max trick from one seeded generator.
 """
@@ -20,49 +21,91 @@ from pymc.sampling.deterministic import compute_deterministics
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import graph_inputs, variable_depends_on
 
+from pymc_discrete.kernels.chain import ffbs
+from pymc_discrete.kernels.counts import tail_mass_bound
 from pymc_discrete.pymc.model.reproducible import compile_function
-from pymc_discrete.pymc.summing.marginal_model import SummedBlock, summed_block
+from pymc_discrete.pymc.summing.count_sum import grid_width
+from pymc_discrete.pymc.summing.marginal_model import SummedBlock, cached_summed_block
 
-__all__ = ["recover_discrete", "cached_summed_block"]
+__all__ = ["CountWindowTooNarrow", "recover_discrete"]
 
 #: draws whose conditional tables are computed in one call (bounds the memory a call
 #: takes to DRAWS_PER_CALL x sites x values floats)
 DRAWS_PER_CALL = 256
 
-#: model -> (its named variables, its SummedBlock): the structure is read once
-_BLOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def cached_summed_block(model) -> SummedBlock:
-    """:func:`~pymc_discrete.pymc.summing.marginal_model.summed_block`, read once per
-    model (again if a variable was added since)."""
-    names = tuple(model.named_vars)
-    cached = _BLOCKS.get(model)
-    if cached is not None and cached[0] == names:
-        return cached[1]
-    block = summed_block(model)
-    _BLOCKS[model] = (names, block)
-    return block
+#: the block's model copy -> its compiled tables (compiled once per block)
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _conditional_tables(block: SummedBlock):
-    """A function of the continuous draws (name -> (S, ...) array) returning the
-    (S, N, K) conditional log-weights of every site's values."""
+    """:func:`_compiled_tables`, compiled once per block."""
+    cached = _TABLES.get(block.plain)
+    if cached is None:
+        cached = _TABLES[block.plain] = _compiled_tables(block)
+    return cached
+
+
+def _compiled_tables(block: SummedBlock):
+    """A function of the continuous draws ((S, ...) arrays of the variables ``names``)
+    returning the block's conditional tables at every draw: (S, N, K) log-weights of
+    every site's values, or a chain's unary (S, T, K) and pair (S, T - 1, K, K) tables."""
     plain = block.plain
     values = {v: rv.name for rv, v in plain.rvs_to_values.items() if rv in plain.free_RVs}
-    inputs = [v for v in graph_inputs([block.per_site]) if v in values]
+    graphs = [block.per_site] if block.layout is None else list(block.tables)
+    inputs = [v for v in graph_inputs(graphs) if v in values]
     batched = [pt.tensor(dtype=v.type.dtype, shape=(None, *v.type.shape),
                          name=f"{v.name}_draws") for v in inputs]
-    table = vectorize_graph(block.per_site, replace=dict(zip(inputs, batched)))
-    if table.type.ndim == 2:  # reads no continuous variable: the same at every draw
-        table = pt.broadcast_to(table, (batched[0].shape[0], *table.shape)) if batched \
-            else table[None]
-    function = compile_function(batched, table)
-    names = [values[v] for v in inputs]
-    return function, names
+    tables = vectorize_graph(graphs, replace=dict(zip(inputs, batched)))
+    n = batched[0].shape[0] if batched else 1
+    # a table that reads no continuous variable is the same at every draw
+    tables = [t if t.type.ndim == g.type.ndim + 1 else pt.broadcast_to(t, (n, *t.shape))
+              for t, g in zip(tables, graphs)]
+    function = compile_function(batched, tables)
+    return function, [values[v] for v in inputs]
 
 
-def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"):
+class CountWindowTooNarrow(ValueError):
+    """The conditional of a summed-out count leaves more mass beyond the window the
+    summed-out model sums over than its tolerance: the model's density was truncated."""
+
+    def __init__(self, message: str, width: int) -> None:
+        super().__init__(message)
+        #: the window's width
+        self.width = width
+
+
+def _check_window(block: SummedBlock, table: np.ndarray, first_draw: int) -> None:
+    """Raise :class:`CountWindowTooNarrow` where a draw's conditional runs past the
+    counts' window."""
+    window = block.count_window
+    for s, rows in enumerate(table):
+        bound = float(tail_mass_bound(rows).max())
+        if bound > window.tail:
+            raise CountWindowTooNarrow(
+                f"at draw {first_draw + s}, the conditional of {', '.join(block.names)} "
+                f"leaves {bound:.2g} of its mass beyond the {window.width} values the "
+                f"summed-out model sums over (tolerance {window.tail:.0e}): its density was "
+                f"truncated there. Sum over more values: pmd.marginalize(model, "
+                f"count_width={grid_width(2 * window.width)})", window.width)
+
+
+def _draw(block: SummedBlock, tables: list, rng: np.random.Generator) -> np.ndarray:
+    """(S, N) draws of the block's sites (value indices) from their tables."""
+    if block.layout is None:
+        table = np.where(block.possible[None], tables[0], -np.inf)
+        gumbel = -np.log(-np.log(rng.random(table.shape)))
+        return np.argmax(table + gumbel, axis=-1)
+    unary, pair = tables
+    drawn = np.empty(unary.shape[:2], dtype=np.int64)
+    order = block.layout.order
+    for s in range(unary.shape[0]):
+        chain, _ = ffbs(unary[s], pair[s], rng)
+        drawn[s, order] = chain
+    return drawn
+
+
+def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior",
+                     check_window: bool = True):
     """Add exact draws of a model's summed-out discrete variables, and the Deterministics
     that read them, to an InferenceData.
 
@@ -81,6 +124,9 @@ def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"
         Seed of the draws (the same seed gives the same draws).
     group : str, default "posterior"
         The group to read the continuous draws from and add the discrete ones to.
+    check_window : bool, default True
+        Latent counts: check that no draw's conditional runs past the window the
+        summed-out model sums over (off for warm-up draws, which may wander).
 
     Returns
     -------
@@ -92,6 +138,23 @@ def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"
     NotCollapsible
         If the model's discrete variables cannot be summed out (see
         :func:`~pymc_discrete.marginalize`).
+    CountWindowTooNarrow
+        Latent counts: where at some draw their conditional leaves more than the
+        tolerated mass beyond the window the summed-out model sums over (the draws of
+        the continuous variables then come from a truncated density: sample again with
+        a wider ``count_width``).
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_discrete as pmd
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu")
+    ...     z = pm.Bernoulli("z", 0.4, shape=3)
+    ...     y = pm.Normal("y", mu * z, 1.0, observed=[1.9, 0.6, -0.3])
+    >>> with pmd.marginalize(model):
+    ...     idata = pm.sample(draws=20, tune=20, chains=1, nuts_sampler="pymc",
+    ...                       progressbar=False)  # doctest: +SKIP
+    >>> pmd.recover_discrete(idata, model, random_seed=1)  # doctest: +SKIP
     """
     block = cached_summed_block(model)
     dataset = idata[group]
@@ -105,12 +168,11 @@ def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"
     drawn = np.empty((n_draws, block.exact.n_sites), dtype=np.int64)
     for lo in range(0, n_draws, DRAWS_PER_CALL):
         hi = min(lo + DRAWS_PER_CALL, n_draws)
-        table = np.asarray(function(*[a[lo:hi] for a in arrays])) if arrays else \
-            np.asarray(function())
-        table = np.broadcast_to(table, (hi - lo, *table.shape[-2:]))
-        table = np.where(block.possible[None], table, -np.inf)
-        gumbel = -np.log(-np.log(rng.random(table.shape)))
-        drawn[lo:hi] = np.argmax(table + gumbel, axis=-1)
+        tables = function(*[a[lo:hi] for a in arrays])
+        tables = [np.broadcast_to(t, (hi - lo, *t.shape[1:])) for t in tables]
+        if block.count_window is not None and check_window:
+            _check_window(block, tables[0], lo)
+        drawn[lo:hi] = _draw(block, tables, rng)
     drawn += block.offsets[None, :]
     point = block.plain.initial_point()
     lo = 0
