@@ -244,6 +244,8 @@ class Case:
     steps: Steps | None
     register: bool = False
     discrete: str | None = "x"
+    #: ``pm.sample`` arguments of this case beside ``SETTINGS`` (a NUTS sampler)
+    options: tuple = ()
 
 
 def cases() -> list[Case]:
@@ -268,9 +270,18 @@ def cases() -> list[Case]:
                     discrete=None))
     out.append(Case("ising8/registered", lambda: ising_model(8, "C2", seed=0), None,
                     register=True))
-    out.append(Case("mixture/registered+nuts", binary_mixture, None, register=True))
+    # register() with PyMC's NUTS: the step loop (CollapsedNUTS); with nutpie (installed
+    # by make): the summed-out model sampled by nutpie, the discrete draws recovered
+    pymc_nuts = (("nuts_sampler", "pymc"),)
+    out.append(Case("mixture/registered+nuts", binary_mixture, None, register=True,
+                    options=pymc_nuts))
     out.append(Case("nmixture/registered", n_mixture_small, None, register=True,
+                    discrete="N", options=pymc_nuts))
+    out.append(Case("mixture/registered+nutpie", binary_mixture, None, register=True))
+    out.append(Case("nmixture/registered+nutpie", n_mixture_small, None, register=True,
                     discrete="N"))
+    out.append(Case("hmm/registered+nutpie", small_hmm, None, register=True,
+                    discrete="z"))
     out.append(Case("counts/countlbp", coupled_counts, lambda m: [pmd.CountLBP(model=m)],
                     discrete="N"))
     out.append(Case("hmm/collapsed-chain", small_hmm,
@@ -344,7 +355,7 @@ def run_case(case: Case, cores: int) -> dict[str, Any]:
         try:
             with model:
                 steps = None if case.steps is None else case.steps(model)
-                idata = pm.sample(step=steps, cores=cores, **SETTINGS)
+                idata = pm.sample(step=steps, cores=cores, **SETTINGS, **dict(case.options))
         finally:
             if case.register:
                 pmd.unregister()
