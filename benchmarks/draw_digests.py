@@ -281,7 +281,7 @@ def cases() -> list[Case]:
     out.append(Case("nmixture/registered+nutpie", n_mixture_small, None, register=True,
                     discrete="N"))
     out.append(Case("hmm/registered+nutpie", small_hmm, None, register=True,
-                    discrete="z"))
+                    discrete="z", options=(("nuts_sampler", "nutpie"),)))
     out.append(Case("counts/countlbp", coupled_counts, lambda m: [pmd.CountLBP(model=m)],
                     discrete="N"))
     out.append(Case("hmm/collapsed-chain", small_hmm,

@@ -364,16 +364,21 @@ def test_blackjax_samples_summed_out_switches(registered):
 
 @pytest.mark.slow
 def test_a_chain_summed_out_for_nutpie_matches_enumeration(registered, caplog):
-    """register() + pm.sample() with nutpie installed sums an HMM out by the forward
+    """register() + pm.sample(nuts_sampler="nutpie") sums an HMM out by the forward
     algorithm (the log says so) and recovers the chain by forward filtering, backward
-    sampling: its 243 joint states within 4 MCSE of enumeration times quadrature."""
+    sampling: its 243 joint states within 4 MCSE of enumeration times quadrature.
+    Without nuts_sampler the chain stays with ChainGibbs beside PyMC's NUTS, saying why."""
     from tests.pymc.joint import assert_joint_frequencies_match
 
     model, states, probs = _hmm_with_free_scale()
     with caplog.at_level(logging.INFO, logger="pymc"), model:
         idata = pm.sample(draws=1000, tune=500, chains=4, random_seed=3, progressbar=False,
-                          compute_convergence_checks=False)
-    assert "summed out as a chain, by the forward algorithm" in caplog.text
+                          compute_convergence_checks=False, nuts_sampler="nutpie")
+        assert "summed out as a chain, by the forward algorithm" in caplog.text
+        pm.sample(draws=10, tune=10, chains=1, random_seed=3, progressbar=False,
+                  compute_convergence_checks=False)
+    assert "form a chain, drawn by ChainGibbs beside PyMC's NUTS" in caplog.text
+    assert "pymc_discrete chose ChainGibbs for [z]" in caplog.text
     assert_joint_frequencies_match(idata, ["z"], states, probs)
 
 

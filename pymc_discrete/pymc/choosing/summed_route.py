@@ -10,12 +10,12 @@ model with that sampler and adds exact draws of the discrete variables
 (:func:`~pymc_discrete.recover_discrete`). Everywhere else the call is PyMC's own, with
 the steps :class:`~pymc_discrete.pymc.choosing.auto_step.AutoStep` assigns.
 
-Why summing wins whenever a compiled NUTS runs: a draw of the summed-out model costs one
-compiled trajectory, whose gradients evaluate the block's terms at K values per site (or
-a forward and a backward pass of a chain); drawing the block instead (ChainGibbs or
-BlockedGibbs beside NUTS) needs PyMC's own step loop, whose Python overhead per draw is
-larger than a compiled trajectory of these models. Where PyMC's Python NUTS would run
-either way, :func:`~pymc_discrete.recommend` weighs summing against drawing as before.
+When nutpie is PyMC's own choice (no ``nuts_sampler``), the blocks summed out are those
+:func:`~pymc_discrete.recommend` sums out under PyMC's NUTS too (sites that share no term,
+at most 16 values a site; latent counts): a chain stays with ChainGibbs beside PyMC's
+NUTS, and so does a switch point of many values with BlockedGibbs, which measured faster
+than summing them out for nutpie (``benchmarks/run_summed.py``). A named external
+sampler sums out whatever sums out: there is no other way to run it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from pytensor.link.jax.linker import JAXLinker
 from pytensor.link.numba.linker import NumbaLinker
 
 from pymc_discrete.kernels.counts import MAX_COUNT
+from pymc_discrete.pymc.choosing.auto_step import _cached_recommendation
 from pymc_discrete.pymc.summing.chain_sum import register_jax
+from pymc_discrete.pymc.summing.collapsed_nuts import CollapsedNUTS
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 from pymc_discrete.pymc.summing.count_sum import grid_width
 from pymc_discrete.pymc.summing.marginal_model import cached_summed_block, marginalize
@@ -87,12 +89,26 @@ def _external_route(model, kwargs: dict) -> tuple[str | None, str]:
     if sampler is None:
         return None, why
     try:
-        cached_summed_block(model)
+        block = cached_summed_block(model)
     except NotCollapsible as err:
         return None, f"not summed out for {sampler}: {err}"
     except Exception as err:  # structure not readable: PyMC's assignment decides
         return None, (f"not summed out for {sampler}: the structure could not be read "
                       f"({type(err).__name__}: {err})")
+    if kwargs.get("nuts_sampler") is not None:  # asked for: summing is the only way there
+        return sampler, why
+    if block.layout is not None:
+        return None, (f"not summed out for {sampler}: {', '.join(block.names)} form a chain, "
+                      "drawn by ChainGibbs beside PyMC's NUTS (measured at 3.5x the ESS per "
+                      "second of nutpie on the chain summed out: docs/summing_out.md); "
+                      "nuts_sampler='nutpie' sums it out")
+    if block.count_window is None:
+        values = [model.rvs_to_values[model[name]] for name in block.names]
+        choice = _cached_recommendation(model, values, model.initial_point(), None)
+        if choice.step is not CollapsedNUTS:
+            return None, (f"not summed out for {sampler}: {choice.step.__name__} draws "
+                          f"{', '.join(block.names)} beside PyMC's NUTS ({choice.reason}); "
+                          "nuts_sampler='nutpie' sums them out")
     return sampler, why
 
 
@@ -104,6 +120,15 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     kwargs = dict(kwargs)
     kwargs["nuts_sampler"] = sampler
     kwargs.pop("model", None)
+    # chains start where PyMC's compound-step runs start: at the model's initial point,
+    # not jittered around it (on the iris mixture, nutpie's jittered starts left chains in
+    # minor modes in 3 of 3 seeds, where CollapsedNUTS from the initial point converged)
+    if sampler == "nutpie":
+        compile_kwargs = dict(kwargs.get("compile_kwargs") or {})
+        compile_kwargs.setdefault("jitter_rvs", set())
+        kwargs["compile_kwargs"] = compile_kwargs
+    else:
+        kwargs["nuts"] = {"jitter": False, **(kwargs.get("nuts") or {})}
     block = cached_summed_block(model)
     names = set(block.names)
     initvals = kwargs.get("initvals")
