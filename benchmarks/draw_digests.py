@@ -270,18 +270,20 @@ def cases() -> list[Case]:
                     discrete=None))
     out.append(Case("ising8/registered", lambda: ising_model(8, "C2", seed=0), None,
                     register=True))
-    # register() with PyMC's NUTS: the step loop (CollapsedNUTS); with nutpie (installed
-    # by make): the summed-out model sampled by nutpie, the discrete draws recovered
+    # register() with PyMC's NUTS: the step loop (CollapsedNUTS); with nuts_sampler="nutpie"
+    # (installed by make): the summed-out model sampled by nutpie, the draws recovered
     pymc_nuts = (("nuts_sampler", "pymc"),)
     out.append(Case("mixture/registered+nuts", binary_mixture, None, register=True,
                     options=pymc_nuts))
     out.append(Case("nmixture/registered", n_mixture_small, None, register=True,
                     discrete="N", options=pymc_nuts))
-    out.append(Case("mixture/registered+nutpie", binary_mixture, None, register=True))
+    nutpie = (("nuts_sampler", "nutpie"),)
+    out.append(Case("mixture/registered+nutpie", binary_mixture, None, register=True,
+                    options=nutpie))
     out.append(Case("nmixture/registered+nutpie", n_mixture_small, None, register=True,
-                    discrete="N"))
+                    discrete="N", options=nutpie))
     out.append(Case("hmm/registered+nutpie", small_hmm, None, register=True,
-                    discrete="z", options=(("nuts_sampler", "nutpie"),)))
+                    discrete="z", options=nutpie))
     out.append(Case("counts/countlbp", coupled_counts, lambda m: [pmd.CountLBP(model=m)],
                     discrete="N"))
     out.append(Case("hmm/collapsed-chain", small_hmm,

@@ -273,9 +273,9 @@ def test_n_mixture_phrasings_sum_out_to_the_same_density(phrasing, caplog):
     try:
         with model, caplog.at_level(logging.INFO, logger="pymc"):
             pm.sample(20, tune=20, chains=1, random_seed=1, progressbar=False,
-                      compute_convergence_checks=False)
+                      compute_convergence_checks=False, nuts_sampler="nutpie")
             pm.sample(20, tune=20, chains=1, random_seed=1, progressbar=False,
-                      compute_convergence_checks=False, nuts_sampler="pymc")
+                      compute_convergence_checks=False)
     finally:
         pmd.unregister()
     assert "N summed out over a window of values; sampling the rest with nutpie" in caplog.text
@@ -381,14 +381,23 @@ def test_a_value_below_the_window_that_becomes_possible_stops_the_run():
 
 def test_register_default_draws_the_joint_posterior(caplog):
     """What a user gets with no options: register() + pm.sample() on the two-abundance
-    model (nutpie installed: the counts summed out of a model of their own, over a
-    window, then drawn back), every (N_0, N_1) pair of probability >= 0.01 (and the
-    rarer pairs pooled) within 4.5-4.7 MCSE of enumeration x quadrature
-    (``_pairs_within_mcse``), and E[p] within 4.5 MCSE."""
+    model, every (N_0, N_1) pair of probability >= 0.01 (and the rarer pairs pooled)
+    within 4.5-4.7 MCSE of enumeration x quadrature (``_pairs_within_mcse``), and E[p]
+    within 4.5 MCSE; and the same with nuts_sampler="nutpie" (the counts summed out of a
+    model of their own, over a window, then drawn back)."""
     joint, mean_p = _exact("poisson")
-    idata = _registered_sample(_model("poisson"), caplog, draws=2000, tune=500, cores=1,
-                               random_seed=6)
-    assert "N summed out over a window of values; sampling the rest with nutpie" in caplog.text
+    for nutpie in (False, True):
+        idata = _registered_sample(_model("poisson"), caplog, draws=2000, tune=500, cores=1,
+                                   random_seed=6, **({"nuts_sampler": "nutpie"} if nutpie
+                                                     else {}))
+        assert ("N summed out over a window of values; sampling the rest with nutpie"
+                in caplog.text) == nutpie
+        _check_the_two_abundances(idata, joint, mean_p)
+        caplog.clear()
+
+
+def _check_the_two_abundances(idata, joint, mean_p) -> None:
+    """The joint frequencies of (N_0, N_1) and E[p] against their exact values."""
     n = idata.posterior["N"].values
     _pairs_within_mcse(n[..., 0], n[..., 1], joint)
     p = idata.posterior["p"].values

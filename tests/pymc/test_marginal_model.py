@@ -242,15 +242,23 @@ def test_deterministics_that_read_the_discrete_variables_come_back():
 
 
 @pytest.mark.slow
-def test_plain_pm_sample_runs_nutpie_on_the_summed_out_model(registered, caplog):
-    """With nutpie installed, register() + pm.sample() samples the summed-out model with
+def test_pm_sample_with_nutpie_named_runs_it_on_the_summed_out_model(registered, caplog):
+    """register() + pm.sample(nuts_sampler="nutpie") samples the summed-out model with
     nutpie (the log says so), returns the discrete draws beside the continuous ones, and
-    the same seed gives the same draws."""
+    the same seed gives the same draws; without nuts_sampler, nutpie being installed
+    does not change register()'s choice (CollapsedNUTS under PyMC's NUTS)."""
     model = _switch_model()
     with caplog.at_level(logging.INFO, logger="pymc"), model:
-        first = pm.sample(draws=200, tune=200, chains=2, random_seed=5, progressbar=False)
-        second = pm.sample(draws=200, tune=200, chains=2, random_seed=5, progressbar=False)
-    assert "sampling the rest with nutpie" in caplog.text
+        first = pm.sample(draws=200, tune=200, chains=2, random_seed=5, progressbar=False,
+                          nuts_sampler="nutpie")
+        second = pm.sample(draws=200, tune=200, chains=2, random_seed=5, progressbar=False,
+                           nuts_sampler="nutpie")
+        assert "sampling the rest with nutpie" in caplog.text
+        caplog.clear()
+        default = pm.sample(draws=20, tune=20, chains=1, random_seed=5, progressbar=False,
+                            compute_convergence_checks=False)
+    assert "chose CollapsedNUTS for [z]" in caplog.text
+    assert default["sample_stats"].attrs["inference_library"] == "pymc"
     assert first["sample_stats"].attrs["inference_library"] == "nutpie"
     assert first["posterior"]["z"].shape == (2, 200, 3)
     for name in ("mu", "z"):
@@ -367,7 +375,7 @@ def test_a_chain_summed_out_for_nutpie_matches_enumeration(registered, caplog):
     """register() + pm.sample(nuts_sampler="nutpie") sums an HMM out by the forward
     algorithm (the log says so) and recovers the chain by forward filtering, backward
     sampling: its 243 joint states within 4 MCSE of enumeration times quadrature.
-    Without nuts_sampler the chain stays with ChainGibbs beside PyMC's NUTS, saying why."""
+    Without nuts_sampler the chain stays with ChainGibbs beside PyMC's NUTS."""
     from tests.pymc.joint import assert_joint_frequencies_match
 
     model, states, probs = _hmm_with_free_scale()
@@ -377,7 +385,6 @@ def test_a_chain_summed_out_for_nutpie_matches_enumeration(registered, caplog):
         assert "summed out as a chain, by the forward algorithm" in caplog.text
         pm.sample(draws=10, tune=10, chains=1, random_seed=3, progressbar=False,
                   compute_convergence_checks=False)
-    assert "form a chain, drawn by ChainGibbs beside PyMC's NUTS" in caplog.text
     assert "pymc_discrete chose ChainGibbs for [z]" in caplog.text
     assert_joint_frequencies_match(idata, ["z"], states, probs)
 
@@ -386,7 +393,8 @@ def test_nutpie_runs_are_checked_for_convergence_as_pymcs_are(registered, caplog
     """PyMC does not check nutpie's draws; the summed-out route does, with PyMC's own
     checks and messages (here: too few draws to tell)."""
     with caplog.at_level(logging.INFO, logger="pymc"), _switch_model():
-        pm.sample(draws=30, tune=30, chains=2, random_seed=5, progressbar=False)
+        pm.sample(draws=30, tune=30, chains=2, random_seed=5, progressbar=False,
+                  nuts_sampler="nutpie")
     assert "sampling the rest with nutpie" in caplog.text
     assert "too small to check convergence reliably" in caplog.text
 
@@ -454,6 +462,6 @@ def test_registers_route_widens_a_window_that_proved_too_narrow(registered, capl
     monkeypatch.setattr(marginal_model, "COUNT_WIDTH_MARGIN", 0.25)
     with caplog.at_level(logging.INFO, logger="pymc"), _model("poisson"):
         idata = pm.sample(draws=50, tune=50, chains=1, random_seed=1, progressbar=False,
-                          compute_convergence_checks=False)
+                          compute_convergence_checks=False, nuts_sampler="nutpie")
     assert "Sampling again, summed over" in caplog.text
     assert (idata["posterior"]["N"].values >= Y.max(axis=1)).all()

@@ -46,6 +46,12 @@ def register() -> None:
     cache (:mod:`~pymc_discrete.pymc.model.reproducible`). The package's own functions
     are always compiled without them.
 
+    ``pm.sample`` is wrapped too (``from pymc import sample`` done before keeps PyMC's
+    own): with ``nuts_sampler="nutpie" | "numpyro" | "blackjax"`` and no step, where the
+    discrete variables sum out, that NUTS samples :func:`~pymc_discrete.marginalize`'s
+    model and the discrete draws are added exactly
+    (:mod:`~pymc_discrete.pymc.choosing.summed_route`).
+
     Examples
     --------
     >>> import pymc_discrete as pmd
