@@ -21,7 +21,7 @@ endef
 # ZarrTrace test runs in a process that finds zarr 2 here first
 define zarr_2
 	$(PY) -m pip install --quiet --no-deps --upgrade --target $(VENV)/zarr2 "zarr>=2.18,<3" \
-		"numcodecs>=0.10,<0.16" asciitree fasteners
+		"numcodecs>=0.10,<0.16" asciitree fasteners deprecated wrapt
 endef
 
 $(STAMP): pyproject.toml

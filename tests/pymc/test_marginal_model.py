@@ -456,10 +456,10 @@ def test_registers_route_widens_a_window_that_proved_too_narrow(registered, capl
                                                                 monkeypatch):
     """Where the first window proves too narrow after sampling, the route logs it and
     samples again over twice as many values."""
-    from pymc_discrete.pymc.summing import marginal_model
+    from pymc_discrete.pymc.summing import summed_block
     from tests.pymc.test_counts import Y, _model
 
-    monkeypatch.setattr(marginal_model, "COUNT_WIDTH_MARGIN", 0.25)
+    monkeypatch.setattr(summed_block, "COUNT_WIDTH_MARGIN", 0.25)
     with caplog.at_level(logging.INFO, logger="pymc"), _model("poisson"):
         idata = pm.sample(draws=50, tune=50, chains=1, random_seed=1, progressbar=False,
                           compute_convergence_checks=False, nuts_sampler="nutpie")

@@ -29,8 +29,9 @@ from pymc_discrete.kernels.counts import MAX_COUNT
 from pymc_discrete.pymc.summing.chain_sum import register_jax
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 from pymc_discrete.pymc.summing.count_sum import grid_width
-from pymc_discrete.pymc.summing.marginal_model import cached_summed_block, marginalize
+from pymc_discrete.pymc.summing.marginal_model import marginalize
 from pymc_discrete.pymc.summing.recover import CountWindowTooNarrow, recover_discrete
+from pymc_discrete.pymc.summing.summed_block import cached_summed_block
 
 __all__ = ["external_sampler", "summed_out_sample", "wrap_sample"]
 

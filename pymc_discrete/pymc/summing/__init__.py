@@ -5,9 +5,10 @@
 ``chain_sum`` that of a chain (the forward algorithm), ``count_sum`` that of latent counts
 over a checked window (and their exact draw), and ``collapsed_nuts`` holds the step,
 :class:`~pymc_discrete.pymc.summing.collapsed_nuts.CollapsedNUTS`: NUTS on the marginal,
-then the block drawn from its conditional. ``marginal_model`` builds the summed-out model
-as a PyMC model of its own (:func:`~pymc_discrete.marginalize`) and ``recover`` draws the
-block back into an InferenceData (:func:`~pymc_discrete.recover_discrete`).
+then the block drawn from its conditional. ``summed_block`` reads a block that sums out
+and builds its sums, ``marginal_model`` turns them into a PyMC model of its own
+(:func:`~pymc_discrete.marginalize`), and ``recover`` draws the block back into an
+InferenceData (:func:`~pymc_discrete.recover_discrete`).
 
 May import: the model reader (:mod:`pymc_discrete.pymc.model`) and the steps
 (:mod:`pymc_discrete.pymc.steps`: ChainGibbs draws a summed-out chain). Never choosing.

@@ -27,10 +27,6 @@ chain summed by the forward algorithm, which does not split by site.
 
 from __future__ import annotations
 
-import weakref
-from contextlib import contextmanager
-from typing import NamedTuple
-
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions import CustomDist
@@ -43,283 +39,19 @@ from pymc.model.fgraph import (
     model_observed_rv,
     model_potential,
 )
-from pymc.model.transform.conditioning import remove_value_transforms
-from pymc.pytensorf import make_shared_replacements
-from pymc.step_methods.compound import Competence
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace, graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_on
 
-from pymc_discrete.pymc.model.counts import CountWindow, count_exact_ratios, is_count
-from pymc_discrete.pymc.model.exact import ExactRatios
-from pymc_discrete.pymc.model.terms import piece_sizes, split_into_pieces
-from pymc_discrete.pymc.model.validation import check_discrete_block
-from pymc_discrete.pymc.steps.albp import ALBP
-from pymc_discrete.pymc.steps.chain import chain_layout
-from pymc_discrete.pymc.summing.chain_sum import chain_tables_graph, forward_log_normaliser
-from pymc_discrete.pymc.summing.collapsible import (
-    NotCollapsible,
-    collapsible,
-    count_window_or_problem,
-    possible_values,
-    site_of_term,
+from pymc_discrete.pymc.summing.summed_block import (
+    SummedBlock,
+    cached_summed_block,
+    logsumexp_rows,
+    without_initial_values,
 )
-from pymc_discrete.pymc.summing.count_sum import grid_width
-from pymc_discrete.pymc.summing.marginal import site_sums_graph
 
-__all__ = ["SummedBlock", "cached_summed_block", "marginalize", "summed_block"]
-
-
-class SummedBlock(NamedTuple):
-    """The model's discrete variables as one block summed out site by site.
-
-    Attributes
-    ----------
-    names : tuple of str
-        The block's variables, in block order.
-    plain : pymc.Model
-        The copy of the model without value transforms that the sums are read from.
-    exact : ExactRatios
-        The block's structure in ``plain``.
-    possible : ndarray of bool, shape (N, K)
-        The values every site is summed over.
-    offsets : ndarray of int64, shape (N,)
-        Smallest value of every site.
-    per_site : Variable
-        (N, K) graph of ``plain``'s continuous values and data: the terms site i moves, at
-        value v (-inf where v is not possible or a parameter check fails).
-    loose : Variable
-        Scalar graph: the terms of the block's pieces that no site moves.
-    readers : tuple of str
-        The observed variables and Potentials whose density reads the block.
-    carriers : dict or None
-        Observed variable name -> (elements, sites): the elements of its data that
-        carry the sums of those sites (None: the sum is one Potential).
-    layout : ChainLayout or None
-        For a chain summed by the forward algorithm: its order (``per_site`` is then
-        None and ``tables`` holds its unary and pair tables in chain order).
-    tables : tuple of Variable or None
-        ``(unary (T, K), pair (T - 1, K, K))`` graphs of a chain, -inf where a check
-        fails.
-    count_window : CountWindow or None
-        For latent counts: the values every count is summed over (``offsets`` is its
-        lower end, ``possible`` all True over its width).
-    """
-
-    names: tuple
-    plain: object
-    exact: ExactRatios
-    possible: np.ndarray
-    offsets: np.ndarray
-    per_site: Variable
-    loose: Variable
-    readers: tuple
-    carriers: dict | None
-    layout: object = None
-    tables: tuple | None = None
-    count_window: object = None
-
-    def total(self) -> Variable:
-        """Scalar graph: the block summed out (the sum over every state of its terms)."""
-        if self.layout is not None:
-            return forward_log_normaliser(*self.tables)
-        return _logsumexp_rows(self.per_site).sum() + self.loose
-
-
-def _is_finite_discrete(rv) -> bool:
-    return ALBP.competence(rv) > Competence.INCOMPATIBLE
-
-
-def _is_discrete(rv) -> bool:
-    return rv.type.dtype.startswith(("int", "uint", "bool"))
-
-
-def summed_block(model, count_width: int | None = None) -> SummedBlock:
-    """Read the model's discrete variables as one block and its sum over them.
-
-    Parameters
-    ----------
-    model : pymc.Model
-    count_width : int, optional
-        Latent counts only: the number of values every count is summed over (default:
-        :data:`COUNT_WIDTH_MARGIN` times the window read at the initial point and at
-        perturbed continuous values).
-
-    Returns
-    -------
-    SummedBlock
-
-    Raises
-    ------
-    NotCollapsible
-        If the discrete variables cannot be summed out site by site (their sites share
-        terms, the values a site can take depend on the continuous variables, a variable
-        is a latent count, a continuous variable's prior reads them, ...), saying why.
-    """
-    with _without_initial_values(model):
-        plain = remove_value_transforms(model)
-    discrete = [rv for rv in plain.free_RVs if _is_discrete(rv)]
-    if not discrete:
-        raise NotCollapsible("the model has no discrete variables to sum out")
-    counts = [rv.name for rv in discrete if is_count(rv)]
-    if counts and len(counts) < len(discrete):
-        raise NotCollapsible(f"the model has latent counts ({', '.join(counts)}) beside "
-                             "finite discrete variables: they are not summed out together")
-    other = [rv.name for rv in discrete if not counts and not _is_finite_discrete(rv)]
-    if other:
-        raise NotCollapsible(f"{', '.join(other)} are neither finite discrete variables "
-                             "nor latent counts")
-    continuous = [rv for rv in plain.free_RVs if not _is_discrete(rv)]
-    if not continuous:
-        raise NotCollapsible("the model has no continuous variables: nothing would be left "
-                             "to sample once the discrete ones are summed out")
-    reading = [rv.name for rv in continuous if variable_depends_on(rv, discrete)]
-    if reading:
-        raise NotCollapsible(f"the prior of {', '.join(reading)} reads the discrete "
-                             "variables (a spike-and-slab): summed out, its density would "
-                             "be a mixture the summed-out model cannot state as a prior")
-    # the structure and the possible values are read on the model itself (its probes
-    # move the continuous variables in their transformed space, where any value is
-    # in the support); the sums are built on the copy, whose terms are the same
-    point = model.initial_point()
-    original = [model.rvs_to_values[model.named_vars[rv.name]] for rv in discrete]
-    block = [plain.rvs_to_values[rv] for rv in discrete]
-    readers = tuple(v.name for v in [*plain.observed_RVs, *plain.potentials]
-                    if variable_depends_on(v, discrete))
-    if counts:
-        return _count_block(model, plain, original, block, readers, count_width)
-    support = check_discrete_block(model, original, "pmd.marginalize", point)
-    exact = ExactRatios(model, original, point,
-                        make_shared_replacements(point, original, model),
-                        n_categories=None if support.is_binary else support.n_values,
-                        offsets=support.offsets)
-    point = plain.initial_point()
-    why = collapsible(exact)
-    if why is not None:
-        layout = chain_layout(exact) if exact.proven else None
-        if layout is None:
-            raise NotCollapsible(f"{', '.join(exact.var_names)} cannot be summed out site "
-                                 f"by site ({why}), nor as a chain")
-        unary, pair, held, _ = chain_tables_graph(plain, block, plain.initial_point(), exact,
-                                                  layout)
-        observed = [name for name in readers if plain.named_vars[name] in plain.observed_RVs]
-        # one observed variable and no Potential: it carries the chain's sum at its first
-        # element (a chain's sum does not split by site)
-        carriers = ({observed[0]: (np.zeros(1, np.int64), np.zeros(1, np.int64))}
-                    if len(observed) == len(readers) == 1 else None)
-        return SummedBlock(exact.var_names, plain, exact, None, support.offsets, None,
-                           pt.constant(0.0), readers, carriers, layout,
-                           (pt.switch(held, unary, -np.inf), pair))
-    possible = possible_values(exact)
-    k = exact.layout.max_values
-    # state v puts every site at v where v is possible, else at a possible value: its
-    # terms are then finite (no NaN gradient) and masked out of the sum
-    fallback = np.argmax(possible, axis=1)
-    index = np.where(possible.T, np.arange(k)[:, None], fallback[None, :])  # (K, N)
-    per_site, loose, held = site_sums_graph(plain, block, point, exact,
-                                            index + support.offsets[None, :])
-    # where every value is possible the mask is the checks alone (no (N, K) constant)
-    mask = held if possible.all() else pt.and_(held, pt.as_tensor(possible))
-    per_site = pt.switch(mask, per_site, -np.inf)
-    carriers = _carriers(plain, block, exact, point, readers)
-    return SummedBlock(exact.var_names, plain, exact, possible, support.offsets, per_site,
-                       loose, readers, carriers)
-
-
-#: latent counts are summed over this many times the values their window needs at the
-#: initial point and the probes around it: the summed-out model's window is fixed, and
-#: recover_discrete checks at every draw that the mass beyond it is negligible
-COUNT_WIDTH_MARGIN = 2.0
-
-
-def _count_block(model, plain, original: list, block: list, readers: tuple,
-                 width: int | None) -> SummedBlock:
-    """Latent counts that share no term, summed over a window of values (module
-    docstring of :mod:`~pymc_discrete.pymc.summing.count_sum`)."""
-    point = model.initial_point()
-    exact = count_exact_ratios(model, original, point)
-    window = count_window_or_problem(model, original, exact, point)
-    if isinstance(window, str):
-        raise NotCollapsible(f"the counts {', '.join(exact.var_names)} cannot be summed "
-                             f"out: {window}")
-    width = int(width) if width is not None else grid_width(
-        int(np.ceil(COUNT_WIDTH_MARGIN * window.width)))
-    window = CountWindow(window.lower, width, window.tail, window.start)
-    values = np.arange(width, dtype=np.int64)[:, None] + window.lower[None, :]
-    plain_point = plain.initial_point()
-    per_site, loose, held = site_sums_graph(plain, block, plain_point, exact, values)
-    per_site = pt.switch(held, per_site, -np.inf)
-    carriers = _carriers(plain, block, exact, plain_point, readers)
-    possible = np.ones((exact.n_sites, width), dtype=bool)
-    return SummedBlock(exact.var_names, plain, exact, possible, window.lower, per_site,
-                       loose, readers, carriers, count_window=window)
-
-
-#: model -> (its named variables, its SummedBlock): the structure is read once
-_BLOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def cached_summed_block(model, count_width: int | None = None) -> SummedBlock:
-    """:func:`summed_block`, read once per model and count width (again if a variable was
-    added since); without a width, the block last read for the model."""
-    key = (tuple(model.named_vars), count_width)
-    cached = _BLOCKS.get(model)
-    # no width asked: the block last read (the one the summed-out model was built on)
-    if cached is not None and (cached[0] == key or (
-            count_width is None and cached[0][0] == key[0])):
-        return cached[1]
-    block = summed_block(model, count_width)
-    _BLOCKS[model] = (key, block)
-    return block
-
-
-def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> dict | None:
-    """Which elements of which observed variable carry each site's sum (module
-    docstring), or None when a site moves two observed variables or a Potential reads
-    the block."""
-    if any(plain.named_vars[name] in plain.potentials for name in readers):
-        return None
-    owner = site_of_term(exact)
-    rvs = [*plain.free_RVs, *plain.observed_RVs, *plain.potentials]
-    source, pieces = [], []
-    for rv, term in zip(rvs, plain.logp(vars=rvs, sum=False)):
-        if not variable_depends_on(term, block):
-            continue
-        for piece in split_into_pieces(term, block):
-            if variable_depends_on(piece, block):
-                source.append(rv.name)
-                pieces.append(pt.cast(piece, "float64").ravel())
-    sizes = piece_sizes(pieces, plain, point)
-    moved_by = {}  # site -> the observed variables it moves
-    layout = {}
-    start = 0
-    for name, size in zip(source, sizes):
-        own = owner[start:start + size]
-        start += size
-        if name not in readers:
-            continue
-        data_size = int(np.size(point.get(name, plain.rvs_to_values[plain.named_vars[name]]
-                                          .eval())))
-        if name in layout or size != data_size:
-            return None  # an observed variable in several pieces: no element layout
-        layout[name] = own
-        for site in np.unique(own[own >= 0]):
-            moved_by.setdefault(int(site), set()).add(name)
-    if any(len(names) > 1 for names in moved_by.values()):
-        return None
-    carriers = {}
-    for name, own in layout.items():
-        sites, elements = np.unique(own, return_index=True)
-        keep = sites >= 0
-        carriers[name] = (elements[keep], sites[keep])
-    return carriers
-
-
-def _logsumexp_rows(per_site: Variable) -> Variable:
-    top = pt.max(per_site, axis=1)
-    top = pt.switch(pt.isinf(top), 0.0, top)  # a row of -inf sums to -inf, not NaN
-    return pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
+__all__ = ["marginalize"]
 
 
 def _unwrapped(graph: Variable, keep: dict) -> Variable:
@@ -350,8 +82,9 @@ def marginalize(model, *, count_width: int | None = None) -> object:
 
     Latent counts (Poisson, NegativeBinomial, Geometric abundances of an N-mixture
     model) that share no term are summed over a fixed window of values from the lowest
-    the data allow: :data:`COUNT_WIDTH_MARGIN` times the width their conditional needs
-    at the initial point and at perturbed continuous values, or ``count_width``.
+    the data allow: ``COUNT_WIDTH_MARGIN`` (in
+    :mod:`~pymc_discrete.pymc.summing.summed_block`) times the width their conditional
+    needs at the initial point and at perturbed continuous values, or ``count_width``.
     :func:`~pymc_discrete.recover_discrete` checks at every draw that the conditional
     mass beyond the window is below 1e-8 of the mass in it, and raises where it is not.
 
@@ -383,7 +116,7 @@ def marginalize(model, *, count_width: int | None = None) -> object:
     ['w', 'mu']
     """
     block = cached_summed_block(model, count_width)
-    with _without_initial_values(model):
+    with without_initial_values(model):
         fgraph, _ = fgraph_from_model(model)
     by_name = {out.name: out for out in fgraph.outputs}
     discrete = [by_name[name] for name in block.names]
@@ -417,7 +150,7 @@ def marginalize(model, *, count_width: int | None = None) -> object:
                         if isinstance(v, SharedVariable) and v.name in shared})
         return graph_replace(graph, replace, strict=False)
 
-    sums = None if block.per_site is None else _logsumexp_rows(block.per_site)
+    sums = None if block.per_site is None else logsumexp_rows(block.per_site)
     if block.carriers is None:
         total = in_model_space(block.total(), continuous)
         name = "__".join(block.names) + "_summed_out"
@@ -433,19 +166,6 @@ def marginalize(model, *, count_width: int | None = None) -> object:
         if value is not None and rv.name in summed.named_vars:
             summed.set_initval(summed[rv.name], value)
     return summed
-
-
-@contextmanager
-def _without_initial_values(model):
-    """The model with its initial values set aside (PyMC's fgraph conversion refuses a
-    model that has any); they are put back afterwards."""
-    saved = dict(model.rvs_to_initial_values)
-    try:
-        for rv in saved:
-            model.rvs_to_initial_values[rv] = None
-        yield model
-    finally:
-        model.rvs_to_initial_values.update(saved)
 
 
 def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict,

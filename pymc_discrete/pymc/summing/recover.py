@@ -25,7 +25,7 @@ from pymc_discrete.kernels.chain import ffbs
 from pymc_discrete.kernels.counts import tail_mass_bound
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.summing.count_sum import grid_width
-from pymc_discrete.pymc.summing.marginal_model import SummedBlock, cached_summed_block
+from pymc_discrete.pymc.summing.summed_block import SummedBlock, cached_summed_block
 
 __all__ = ["CountWindowTooNarrow", "recover_discrete"]
 
