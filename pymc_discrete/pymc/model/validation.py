@@ -303,6 +303,18 @@ def _constant_parameter(model, rv, param, what: str, point) -> np.ndarray:
     return np.asarray(fn(point))
 
 
+def _categories(model, rv, point) -> int:
+    """The number of categories of a Categorical variable: its probabilities' static
+    shape where PyTensor knows it (no compilation: a model written one variable per
+    site has thousands of them), else evaluated at ``point``."""
+    (p,) = rv.owner.op.dist_params(rv.owner)
+    static = p.type.shape[-1]
+    if static is not None:
+        return int(static)
+    (k,) = model.replace_rvs_by_values([p.shape[-1]])
+    return int(model.compile_fn(k, inputs=model.value_vars, on_unused_input="ignore")(point))
+
+
 def _finite_support(model, rv, point) -> tuple[np.ndarray, np.ndarray]:
     """(lowest value, number of values) of every element of a finite integer variable."""
     op = rv.owner.op
@@ -363,9 +375,7 @@ def check_discrete_block(
                 f"continuous ({kind}, dtype {value.dtype}); let pm.sample assign NUTS to it"
             )
         if isinstance(op, CategoricalRV):
-            (p,) = op.dist_params(rv.owner)
-            (k,) = model.replace_rvs_by_values([p.shape[-1]])
-            k = int(model.compile_fn(k, inputs=model.value_vars, on_unused_input="ignore")(point))
+            k = _categories(model, rv, point)
             lower, ks = np.zeros(size, np.int64), np.full(size, k, np.int64)
         elif isinstance(op, FINITE_INTEGER_OPS):
             lower, ks = (a.ravel() for a in _finite_support(model, rv, point))

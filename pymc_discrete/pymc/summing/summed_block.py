@@ -23,7 +23,7 @@ from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.pymc.model.counts import CountWindow, count_exact_ratios, is_count
 from pymc_discrete.pymc.model.exact import ExactRatios
-from pymc_discrete.pymc.model.terms import piece_sizes, split_into_pieces
+from pymc_discrete.pymc.model.terms import piece_sizes, read_block_pieces
 from pymc_discrete.pymc.model.validation import check_discrete_block
 from pymc_discrete.pymc.steps.albp import ALBP
 from pymc_discrete.pymc.steps.chain import chain_layout
@@ -252,16 +252,12 @@ def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> 
     if any(plain.named_vars[name] in plain.potentials for name in readers):
         return None
     owner = site_of_term(exact)
-    rvs = [*plain.free_RVs, *plain.observed_RVs, *plain.potentials]
-    source, pieces = [], []
-    for rv, term in zip(rvs, plain.logp(vars=rvs, sum=False)):
-        if not variable_depends_on(term, block):
-            continue
-        for piece in split_into_pieces(term, block):
-            if variable_depends_on(piece, block):
-                source.append(rv.name)
-                pieces.append(pt.cast(piece, "float64").ravel())
-    sizes = piece_sizes(pieces, plain, point)
+    read = read_block_pieces(plain, block)
+    sizes = piece_sizes(read.pieces, plain, point)
+    # a stacked piece holds its members' terms one after the other
+    source = [name for names in read.sources for name in names]
+    sizes = [size // len(names) for size, names in zip(sizes, read.sources, strict=True)
+             for _ in names]
     moved_by = {}  # site -> the observed variables it moves
     layout = {}
     start = 0

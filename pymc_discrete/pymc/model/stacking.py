@@ -1,0 +1,205 @@
+"""Terms of scalar variables that play the same role, stacked into one vectorised term.
+
+A model written one variable per site, as BUGS and JAGS users write it
+(``z_t = pm.Categorical(f"z_{t}", p=P[z_prev])`` in a loop), has one log-density graph per
+variable: a block of T sites then has ~2T small terms, each its own graph, and every
+graph the package builds from them (the batched terms, their dependencies, their
+compilation) grows with T times a large constant. The same model written vectorised has a
+handful of terms whatever T.
+
+:func:`stack_alike` turns the first into the second. Two terms play the same role when
+their graphs are the same up to their leaves: the same ops, applied in the same pattern,
+to leaves of the same types. Such terms form a group; each leaf position of the group is
+either the same variable in every member (a continuous parameter, a fixed array), or
+differs between members: the block's own value variables (``z_t``, ``z_{t-1}``) or
+constants (the observed ``y_t``). The group becomes the first member's graph vectorised
+over a new leading axis, with every differing leaf stacked along it: one term whose
+element g is member g's term, to the bit (the same ops on the same values).
+
+The stacked value variables read ``pt.stack([z_i, ...])``; once the block is joined into
+one vector, :func:`gather_joined_sites` turns such a stack into one gather of the joined
+vector (``x[[i, ...]]``), the form a vectorised phrasing's ``z[1:]`` takes.
+
+Only groups in which a block variable differs between members are stacked: a vectorised
+model's terms all read the same block variables, and are left exactly as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.traversal import toposort
+from pytensor.tensor.basic import MakeVector
+from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.shape import Reshape
+from pytensor.tensor.subtensor import Subtensor
+
+from pymc_discrete.pymc.model.graph_shape import graph_shape
+
+__all__ = ["StackedTerms", "gather_joined_sites", "stack_alike"]
+
+#: a group is stacked from this many members on
+MIN_GROUP = 2
+
+
+class StackedTerms:
+    """Terms grouped and stacked, and where each original term went.
+
+    Attributes
+    ----------
+    terms : list of Variable
+        The stacked terms (and the terms that were not stacked), raveled float64, in the
+        order of their first member among the original terms.
+    members : list of ndarray of int64
+        For every term of :attr:`terms`, the original terms it holds, in the order of its
+        leading axis (one index for a term left as it was).
+    """
+
+    def __init__(self, terms: list[Variable], members: list[np.ndarray]):
+        self.terms = terms
+        self.members = members
+
+    @property
+    def n_stacked(self) -> int:
+        """Original terms that went into a stacked term."""
+        return int(sum(m.size for m in self.members if m.size > 1))
+
+
+def _leaves_and_signature(term: Variable, block: frozenset) -> tuple[list, tuple] | None:
+    """The leaves of ``term``'s graph in order of first use, and a hashable signature:
+    two terms with equal signatures compute the same function of their leaves.
+
+    A leaf is a block value variable (``site``), a constant (``const``) or anything else
+    (kept by identity: the same continuous variable or shared array in every member)."""
+    if term.owner is None:
+        return None  # a bare leaf: nothing to vectorise
+
+    def token(leaf: Variable, k: int) -> tuple:
+        if leaf in block:
+            return ("site", k, leaf.type)
+        if isinstance(leaf, Constant):
+            return ("const", k, leaf.type)
+        return ("fixed", leaf)
+
+    return graph_shape(term, lambda v: False, token)
+
+
+def _stacked_leaf(leaves: list[Variable]) -> Variable | None:
+    """The members' leaves at one position along a new leading axis, or None where they
+    are one and the same (the template's leaf stays)."""
+    first = leaves[0]
+    if isinstance(first, Constant):
+        values = [np.asarray(leaf.data) for leaf in leaves]
+        if all(np.array_equal(values[0], v) and v.dtype == values[0].dtype for v in values):
+            return None
+        return pt.constant(np.stack(values).astype(values[0].dtype))
+    if all(leaf is first for leaf in leaves):
+        return None
+    return pt.stack(list(leaves))
+
+
+def stack_alike(terms: Sequence[Variable], block: Sequence[Variable]) -> StackedTerms:
+    """Group the terms that play the same role and stack every group into one term.
+
+    Parameters
+    ----------
+    terms : sequence of Variable
+        Raveled float64 terms (any lengths), graphs of the block's value variables.
+    block : sequence of Variable
+        The block's value variables.
+
+    Returns
+    -------
+    StackedTerms
+        The terms, stacked where a group's members read different block variables.
+        Concatenated, they hold the original terms' elements, permuted:
+        ``concatenate(terms)[j]`` is element ``e`` of original term ``members[..][g]``.
+    """
+    block_set = frozenset(block)
+    groups: dict[tuple, list[int]] = {}
+    read: list[tuple[list, tuple] | None] = []
+    for i, term in enumerate(terms):
+        found = _leaves_and_signature(term, block_set)
+        read.append(found)
+        if found is not None:
+            groups.setdefault(found[1], []).append(i)
+    stacked: dict[int, tuple[Variable, np.ndarray]] = {}  # first member -> stacked term
+    absorbed: set[int] = set()
+    for members in groups.values():
+        if len(members) < MIN_GROUP:
+            continue
+        template_leaves = read[members[0]][0]
+        replace = {}
+        site_differs = False
+        for position, leaf in enumerate(template_leaves):
+            column = [read[m][0][position] for m in members]
+            new = _stacked_leaf(column)
+            if new is not None:
+                replace[leaf] = new
+                site_differs = site_differs or leaf in block_set
+        if not site_differs:
+            continue  # a vectorised model's terms: left as they are
+        try:
+            term = vectorize_graph(terms[members[0]], replace=replace)
+        except Exception:  # an op PyTensor cannot vectorise: the terms stay apart
+            continue
+        if term.type.ndim != terms[members[0]].type.ndim + 1:
+            continue
+        stacked[members[0]] = (pt.cast(term, "float64").ravel(), np.asarray(members, np.int64))
+        absorbed.update(members)
+    out_terms, out_members = [], []
+    for i, term in enumerate(terms):
+        if i in stacked:
+            out_terms.append(stacked[i][0])
+            out_members.append(stacked[i][1])
+        elif i not in absorbed:
+            out_terms.append(term)
+            out_members.append(np.array([i], np.int64))
+    return StackedTerms(out_terms, out_members)
+
+
+def _joined_site(var: Variable, joined: Variable) -> int | None:
+    """The index ``c`` where the scalar ``var`` is one element of ``joined``
+    (``joined[c:c + 1].reshape(())`` as PyMC's ``join_nonshared_inputs`` writes it, or
+    ``joined[c]``), else None."""
+    if var.type.ndim != 0 or var.owner is None:
+        return None
+    node = var.owner
+    one_element = isinstance(node.op, Reshape | DimShuffle)
+    if one_element:  # the reshape of a one-element slice
+        node = node.inputs[0].owner
+    if node is None or not isinstance(node.op, Subtensor) or node.inputs[0] is not joined:
+        return None
+    entries, constants = node.op.idx_list, node.inputs[1:]
+    if len(entries) != 1 or not all(isinstance(c, Constant) for c in constants):
+        return None
+    entry = entries[0]
+    if not one_element:
+        return None if isinstance(entry, slice) else int(constants[0].data)
+    if not isinstance(entry, slice) or entry.step is not None or entry.start is None \
+            or entry.stop is None:
+        return None
+    start, stop = (int(c.data) for c in constants)
+    return start if stop == start + 1 else None
+
+
+def gather_joined_sites(outputs: Sequence[Variable], joined: Variable) -> list[Variable]:
+    """``outputs`` with every stack of scalar elements of ``joined``
+    (``pt.stack([joined[i], ...])``, what :func:`stack_alike` leaves once the block is
+    joined) read as one gather ``joined[[i, ...]]``: one node instead of 2T + 1."""
+    replace = {}
+    for node in toposort(outputs):
+        if not isinstance(node.op, MakeVector):
+            continue
+        sites = [_joined_site(i, joined) for i in node.inputs]
+        if not sites or any(s is None for s in sites):
+            continue
+        gather = joined[np.asarray(sites, np.int64)].astype(node.outputs[0].type.dtype)
+        replace[node.outputs[0]] = gather
+    if not replace:
+        return list(outputs)
+    return list(graph_replace(list(outputs), replace, strict=False))
