@@ -22,7 +22,7 @@ from benchmarks.harness import CONCURRENT_JOBS, size_name
 #: every script, the longest first (so that --jobs packs them well)
 SCRIPTS = ("run_applied", "run_summed", "run_numpyro", "run_path", "run_models", "run_exact",
            "run_core", "run_paper", "run_blocked", "run_samcmc", "run_scaling",
-           "run_phrasings", "run_scale_mixture", "run_setup")
+           "run_phrasings", "run_scale_mixture", "run_setup", "run_per_variable")
 
 
 def run_script(name: str, size: str = "full") -> float:

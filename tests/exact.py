@@ -126,21 +126,29 @@ def albp_matrix(target: Target, n: int, r: int, weight: str) -> np.ndarray:
     states = all_states(n)
     pi = target_distribution(target, n)
     P = np.zeros((2**n, 2**n))
-    for a, x in enumerate(states):
+    # every state's weights are needed once as a start and once per path reaching it:
+    # computed at first use, then reused
+    weights: dict[int, np.ndarray] = {}
+
+    def weights_at(index: int) -> np.ndarray:
+        if index not in weights:
+            weights[index] = _site_weights(target, states[index].copy(), weight)
+        return weights[index]
+
+    for a in range(len(states)):
         if pi[a] == 0.0:
             P[a, a] = 1.0
             continue
-        w_x = _site_weights(target, x, weight)
+        w_x = weights_at(a)
         for order in itertools.permutations(range(n), r):
             q_forward = _path_probability(w_x, order)
             if q_forward == 0.0:
                 continue
-            y = x.copy()
-            y[list(order)] = 1 - y[list(order)]
-            b = state_index(y)
+            # flipping site i toggles bit n - 1 - i of the row index (see state_index)
+            b = a ^ sum(1 << (n - 1 - i) for i in order)
             if pi[b] == 0.0:
                 continue
-            q_reverse = _path_probability(_site_weights(target, y, weight), order[::-1])
+            q_reverse = _path_probability(weights_at(b), order[::-1])
             accept = min(1.0, pi[b] * q_reverse / (pi[a] * q_forward))
             P[a, b] += q_forward * accept
         P[a, a] += 1.0 - P[a].sum()
@@ -238,12 +246,21 @@ def categorical_albp_matrix(target, ks, r: int, weight: str) -> np.ndarray:
     size = len(states)
     n = len(ks)
     P = np.zeros((size, size))
+    # each state's value and site weights, computed at first use (as a start or as the
+    # end of a path) and reused for every other path through it
+    weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def weights_at(index: int) -> tuple[np.ndarray, np.ndarray]:
+        if index not in weights:
+            w = _table_weights(target, states[index].copy(), weight)
+            weights[index] = (w, w.sum(axis=1))
+        return weights[index]
+
     for a, x in enumerate(states):
         if pi[a] == 0.0:
             P[a, a] = 1.0
             continue
-        w_x = _table_weights(target, x, weight)
-        site_x = w_x.sum(axis=1)
+        w_x, site_x = weights_at(a)
         for order in itertools.permutations(range(n), r):
             q_sites = _path_probability(site_x, order)
             if q_sites == 0.0:
@@ -259,8 +276,7 @@ def categorical_albp_matrix(target, ks, r: int, weight: str) -> np.ndarray:
                 b = categorical_index(y, ks)
                 if pi[b] == 0.0:
                     continue
-                w_y = _table_weights(target, y, weight)
-                site_y = w_y.sum(axis=1)
+                w_y, site_y = weights_at(b)
                 q_reverse = _path_probability(site_y, order[::-1]) * np.prod(
                     [w_y[i, x[i]] / site_y[i] for i in order]
                 )
@@ -322,17 +338,35 @@ def _anchor(target, x):
     return lambda i, c: _local_ratio(out, x, i, c)
 
 
-def _walk_probability(target, start, moves, ks, weight, linearised) -> float:
+class _MoveWeights:
+    """:func:`_move_weights` and their total for a (anchor, point) pair, computed once:
+    the paths of :func:`path_matrix` pass the same pairs many times."""
+
+    def __init__(self, target, ks, weight):
+        self.target, self.ks, self.weight = target, ks, weight
+        self.anchors: dict[tuple, Callable] = {}
+        self.weights: dict[tuple, tuple[dict, float]] = {}
+
+    def at(self, anchor: tuple, z: np.ndarray) -> tuple[dict, float]:
+        key = (anchor, tuple(z.tolist()))
+        if key not in self.weights:
+            if anchor not in self.anchors:
+                self.anchors[anchor] = _anchor(self.target, np.array(anchor, dtype=np.int64))
+            w = _move_weights(self.anchors[anchor], z, self.ks, self.weight)
+            self.weights[key] = (w, sum(w.values()))
+        return self.weights[key]
+
+
+def _walk_probability(cache: _MoveWeights, start, moves, linearised) -> float:
     """Probability of the proposal walking ``moves`` from ``start``: anchored once at
     ``start`` (linearised) or afresh at every point (exact)."""
     z = np.array(start)
-    anchor = _anchor(target, z)
+    anchor = tuple(z.tolist())
     prob = 1.0
     for i, c in moves:
         if not linearised:
-            anchor = _anchor(target, z)
-        w = _move_weights(anchor, z, ks, weight)
-        total = sum(w.values())
+            anchor = tuple(z.tolist())
+        w, total = cache.at(anchor, z)
         if total == 0.0 or w[(i, c)] == 0.0:
             return 0.0
         prob *= w[(i, c)] / total
@@ -351,6 +385,7 @@ def path_matrix(target, ks, half: int, weight: str, linearised: bool) -> np.ndar
     moves_all = [(i, c) for i, k in enumerate(ks) for c in range(k)]
     lengths = range(1, 2 * half)
     P = np.zeros((size, size))
+    cache = _MoveWeights(target, ks, weight)
     for a, x in enumerate(states):
         if pi[a] == 0.0:
             P[a, a] = 1.0
@@ -368,13 +403,13 @@ def path_matrix(target, ks, half: int, weight: str, linearised: bool) -> np.ndar
                     z[i] = c
                 if not valid:
                     continue
-                q_forward = _walk_probability(target, x, moves, ks, weight, linearised)
+                q_forward = _walk_probability(cache, x, moves, linearised)
                 if q_forward == 0.0:
                     continue
                 b = categorical_index(z, ks)
                 if pi[b] == 0.0:
                     continue
-                q_reverse = _walk_probability(target, z, back[::-1], ks, weight, linearised)
+                q_reverse = _walk_probability(cache, z, back[::-1], linearised)
                 accept = min(1.0, pi[b] * q_reverse / (pi[a] * q_forward))
                 P[a, b] += q_forward * accept / len(lengths)
         P[a, a] += 1.0 - P[a].sum()

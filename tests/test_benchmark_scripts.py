@@ -25,18 +25,28 @@ def _digests() -> dict[str, str]:
     return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.exists()}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", run_all.SCRIPTS)
-def test_script_runs_at_its_smoke_size(name, tmp_path, monkeypatch):
-    monkeypatch.setenv(OUTPUT, str(tmp_path))
-    monkeypatch.setitem(sys.modules, "numpyro", None)  # "import numpyro" fails, as without it
-    committed = _digests()
-    run_all.run_script(name, "smoke")
+def _check_smoke_output(name: str, tmp_path: Path, committed: dict[str, str]) -> str:
+    """The committed results are untouched, and every section the run wrote to the
+    temporary RESULTS.md is whole and names the smoke command. Returns that text."""
     assert _digests() == committed
     text = (tmp_path / "RESULTS.md").read_text()
     sections = text.count("<!-- begin:")
     assert sections >= 1 and sections == text.count("<!-- end:")
     assert text.count(f"Produced by `python -m benchmarks.{name} --smoke") == sections
+    return text
+
+
+#: run_phrasings' smoke run is the one of test_phrasings_large_flag_adds_the_large_lattice:
+#: ``--large`` runs every lattice of the smoke size and adds one, and that test makes the
+#: same checks of its output
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in run_all.SCRIPTS if n != "run_phrasings"])
+def test_script_runs_at_its_smoke_size(name, tmp_path, monkeypatch):
+    monkeypatch.setenv(OUTPUT, str(tmp_path))
+    monkeypatch.setitem(sys.modules, "numpyro", None)  # "import numpyro" fails, as without it
+    committed = _digests()
+    run_all.run_script(name, "smoke")
+    _check_smoke_output(name, tmp_path, committed)
 
 
 def test_run_all_lists_every_script():
@@ -88,15 +98,19 @@ def test_scripts_use_the_public_api_only():
 @pytest.mark.slow
 def test_phrasings_large_flag_adds_the_large_lattice(tmp_path, monkeypatch):
     """``run_phrasings --large`` (which run_all.py never passes) adds the large Ising
-    lattice: its two baselines and its phrasings, under the command that asked for it."""
+    lattice: its two baselines and its phrasings, under the command that asked for it.
+    It is also run_phrasings' smoke run: the smoke size's lattices, checked as every
+    script's smoke output is."""
     from benchmarks import run_phrasings
 
     monkeypatch.setenv(OUTPUT, str(tmp_path))
     monkeypatch.setitem(sys.modules, "numpyro", None)
     committed = _digests()
     run_phrasings.main(smoke=True, large=True)
-    assert _digests() == committed
-    text = (tmp_path / "RESULTS.md").read_text()
+    text = _check_smoke_output("run_phrasings", tmp_path, committed)
+    small = run_phrasings.BUDGETS["smoke"].side
+    for lattice in (run_phrasings.ISING, run_phrasings.POTTS):
+        assert f"| {lattice.name}, {small} x {small} |" in text
     assert "Produced by `python -m benchmarks.run_phrasings --smoke --large`" in text
     side = run_phrasings.BUDGETS["smoke"].large_side
     assert text.count(f"| Ising, {side} x {side} |") == 2 + len(run_phrasings.LARGE_ISING.phrasings)

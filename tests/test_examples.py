@@ -324,3 +324,10 @@ def test_hidden_markov_example_runs(tmp_path):
     assert result["within_4_se"] >= 0.95
     assert result["max_error"] < 0.1
     assert result["recovered"] > 0.8
+
+
+def test_per_variable_hmm_example_runs():
+    result = _load("per_variable_hmm").main(T=30, draws=300, tune=300)
+    assert result["gap"] <= 4, result
+    assert result["r_hat"] <= 1.01, result
+    assert result["decoded"] > 0.7, result

@@ -101,11 +101,12 @@ _LOGP = poisson.logpmf(_VALUES, 9.0) + binom.logpmf(np.array([[4], [6], [5]]), _
                                                      0.5).sum(0)
 
 
-def _table_at(x: int, size: int) -> np.ndarray:
-    """The kernel's input at x: log pi at x - 2S .. x + 2S (-inf off the values)."""
-    e = np.arange(x - 2 * size, x + 2 * size + 1)
+def _table_at(x, size: int) -> np.ndarray:
+    """The kernel's input at x (a value or an array of sites' values, one row each):
+    log pi at x - 2S .. x + 2S (-inf off the values)."""
+    e = np.asarray(x)[..., None] + np.arange(-2 * size, 2 * size + 1)
     inside = (e >= 0) & (e < _VALUES.size)
-    return np.where(inside, _LOGP[np.clip(e, 0, _VALUES.size - 1)], -np.inf)[None, :]
+    return np.where(inside, _LOGP[np.clip(e, 0, _VALUES.size - 1)], -np.inf).reshape(-1, e.shape[-1])
 
 
 def _transition_matrix(size: int) -> np.ndarray:
@@ -151,7 +152,7 @@ def test_count_step_draws_the_conditional():
     sizes = np.full(400, 3)
     seen = np.zeros(_VALUES.size)
     for t in range(2000):
-        table = np.vstack([_table_at(int(v), 3)[0] for v in x])
+        table = _table_at(x, 3)
         moves, _ = count_lbp_step(table, sizes, rng.random((x.size, 2)))
         x = x + moves
         if t >= 200:

@@ -162,22 +162,24 @@ def test_auto_choice_does_not_depend_on_timings(monkeypatch):
         pm.Potential("couple", 0.8 * (g[1:] * g[:-1]).sum() - 1.5 * (g[:6].sum() - 2) ** 2)
         pm.Normal("y", mu[z], 1.0, observed=data)
 
-    def built():
+    def built_and_drawn():
+        """The steps' choices, and the draws of a chain run with those very steps (each
+        step's construction runs the trial that makes the choice: built once, used for
+        both)."""
         steps = pmd.ALBP([z], model=model), pmd.PAS([g], model=model)
-        return [(s.proposal, s.proposal_reason) for s in steps]
-
-    def draws():
+        choices = [(s.proposal, s.proposal_reason) for s in steps]
         with model:
             idata = pm.sample(draws=30, tune=30, chains=1, random_seed=5, progressbar=False,
                               compute_convergence_checks=False,
-                              step=[pmd.ALBP([z]), pmd.PAS([g]), pm.NUTS([w, mu])])
-        return idata.posterior["z"].values, idata.posterior["g"].values
+                              step=[*steps, pm.NUTS([w, mu])])
+        return choices, (idata.posterior["z"].values, idata.posterior["g"].values)
 
-    quiet, quiet_draws = built(), draws()
+    quiet, quiet_draws = built_and_drawn()
     assert "counted evaluations" in quiet[0][1] and "counted evaluations" in quiet[1][1], quiet
     noise = np.random.default_rng(1)
     monkeypatch.setattr(time, "perf_counter", lambda: float(noise.uniform(0, 1e6)))
     monkeypatch.setattr(time, "time", lambda: float(noise.uniform(0, 1e6)))
-    assert built() == quiet
-    for ours, theirs in zip(draws(), quiet_draws):
+    noisy, noisy_draws = built_and_drawn()
+    assert noisy == quiet
+    for ours, theirs in zip(noisy_draws, quiet_draws):
         np.testing.assert_array_equal(ours, theirs)

@@ -176,7 +176,8 @@ def test_site_occupancy_matches_the_summed_out_posterior(make_step):
     model = _occupancy_model(y)
     with model:
         step = make_step(model["z"])
-    idata = _sample(model, [step], draws=3000, tune=1000, random_seed=11)
+    # 2 x 1500 draws: each mean is compared within 4 of its MCSE, which scales with them
+    idata = _sample(model, [step], draws=1500, tune=1000, random_seed=11)
     assert idata.sample_stats["accept"].mean() > 0.2
     unseen = y.sum(axis=1) == 0
     occupancy = idata.posterior["z"].values[..., unseen].mean(axis=-1)

@@ -19,6 +19,7 @@ from pymc.step_methods.hmc import NUTS
 from pymc.step_methods.hmc.base_hmc import BaseHMC
 
 from pymc_discrete.pymc.choosing.recommend import Recommendation, recommend, recommend_counts
+from pymc_discrete.pymc.choosing.stacked_nuts import has_stacked_logp, stacked_nuts
 from pymc_discrete.pymc.model.counts import is_count
 from pymc_discrete.pymc.model.validation import site_support_problem
 from pymc_discrete.pymc.steps.albp import ALBP
@@ -157,10 +158,14 @@ class AutoStep(BlockedStep):
                                   step_kwargs)
         if not continuous:
             return step
-        # claimed but not summed out (the block PyMC gave differs from the one read when
-        # it asked the competence): the continuous variables get the NUTS PyMC would build
-        nuts = NUTS(continuous, model=model, initial_point=initial_point,
-                    compile_kwargs=compile_kwargs, **nuts_kwargs)
+        # claimed and not summed out: a model written one variable per site (its NUTS on
+        # the stacked log density), or the block PyMC gave differs from the one read when
+        # it asked the competence (the NUTS PyMC would build)
+        nuts = stacked_nuts(model, continuous, discrete, initial_point, compile_kwargs,
+                            nuts_kwargs)
+        if nuts is None:
+            nuts = NUTS(continuous, model=model, initial_point=initial_point,
+                        compile_kwargs=compile_kwargs, **nuts_kwargs)
         return CompoundStep([step, nuts])
 
     @classmethod
@@ -301,7 +306,9 @@ class AutoStep(BlockedStep):
             choice = _cached_recommendation(model, discrete, None, None)
         except Exception:  # the block is refused: its own step will say why
             return Competence.INCOMPATIBLE
-        claims = choice.step in (CollapsedNUTS, PairedFlip)
+        # summed out or paired, or a model written one variable per site (its NUTS then
+        # runs on the stacked log density)
+        claims = choice.step in (CollapsedNUTS, PairedFlip) or has_stacked_logp(model, discrete)
         return Competence.PREFERRED if claims else Competence.INCOMPATIBLE
 
     def step(self, point):  # pragma: no cover - never an instance

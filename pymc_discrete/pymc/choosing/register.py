@@ -10,6 +10,7 @@ from pymc import sampling
 from pymc.sampling import mcmc
 from pymc.step_methods import STEP_METHODS
 
+from pymc_discrete.pymc.choosing.assignment import wrap_assign_step_methods
 from pymc_discrete.pymc.choosing.auto_step import AutoStep
 from pymc_discrete.pymc.choosing.summed_route import wrap_sample
 
@@ -24,6 +25,8 @@ _before: tuple[bool, str | None] | None = None
 _SAMPLE_HOMES = (pymc, sampling, mcmc)
 #: PyMC's own ``sample`` (None: not wrapped)
 _pymc_sample = None
+#: PyMC's own ``assign_step_methods``, which ``pm.sample`` calls (None: not wrapped)
+_pymc_assign = None
 
 
 def register() -> None:
@@ -46,6 +49,11 @@ def register() -> None:
     cache (:mod:`~pymc_discrete.pymc.model.reproducible`). The package's own functions
     are always compiled without them.
 
+    PyMC's assignment itself (``pymc.sampling.mcmc.assign_step_methods``) is made the
+    same way in time linear in the number of variables (PyMC's own grows with its
+    square on a model written one variable per site:
+    :mod:`~pymc_discrete.pymc.choosing.assignment`).
+
     ``pm.sample`` is wrapped too (``from pymc import sample`` done before keeps PyMC's
     own): with ``nuts_sampler="nutpie" | "numpyro" | "blackjax"`` and no step, where the
     discrete variables sum out, that NUTS samples :func:`~pymc_discrete.marginalize`'s
@@ -60,9 +68,12 @@ def register() -> None:
     True
     >>> pmd.unregister()
     """
-    global _before, _pymc_sample
+    global _before, _pymc_sample, _pymc_assign
     if AutoStep not in STEP_METHODS:
         STEP_METHODS.insert(0, AutoStep)
+    if _pymc_assign is None:
+        _pymc_assign = mcmc.assign_step_methods
+        mcmc.assign_step_methods = wrap_assign_step_methods(_pymc_assign)
     if _pymc_sample is None:
         _pymc_sample = mcmc.sample
         routed = wrap_sample(_pymc_sample)
@@ -90,9 +101,13 @@ def unregister() -> None:
     >>> pytensor.config.numba__fastmath == before
     True
     """
-    global _before, _pymc_sample
+    global _before, _pymc_sample, _pymc_assign
     while AutoStep in STEP_METHODS:
         STEP_METHODS.remove(AutoStep)
+    if _pymc_assign is not None:
+        if getattr(mcmc.assign_step_methods, "__wrapped_by_pymc_discrete__", False):
+            mcmc.assign_step_methods = _pymc_assign
+        _pymc_assign = None
     if _pymc_sample is not None:
         for home in _SAMPLE_HOMES:
             if getattr(getattr(home, "sample", None), "__wrapped_by_pymc_discrete__", False):

@@ -3,7 +3,8 @@
 The modules here turn a model into what the steps evaluate: the log density split into
 elementwise terms (``terms``; every variable's term derived from its own graph by
 ``local_terms``, and the alike terms of a model written one variable per site stacked into
-one by ``stacking``, both reading the shape of a graph with ``graph_shape``), which sites each term may depend on (``dependencies``),
+one by ``stacking``, both reading the shape of a graph with ``graph_shape``), which sites
+each term may depend on (``dependencies``),
 the continuous relaxation for gradient proposals (``relaxation``, compiled by
 ``compiled``), exact local ratios and the block's colouring (``exact``, reading the
 structure with ``structure_reading``; gathers and unary pieces made cheap by

@@ -19,7 +19,7 @@ import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.rewriting import inline_ofg_node
 from pytensor.graph.basic import Variable
-from pytensor.graph.replace import graph_replace
+from pytensor.graph.replace import clone_replace, graph_replace
 from pytensor.graph.traversal import toposort, variable_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
@@ -32,7 +32,8 @@ from pymc_discrete.pymc.model.local_terms import local_model_terms
 from pymc_discrete.pymc.model.stacking import stack_alike
 
 __all__ = ["BlockPieces", "block_pieces", "block_terms", "model_terms", "piece_sizes",
-           "read_block_pieces", "split_into_pieces", "states_as_constants", "without_checks"]
+           "read_block_pieces", "split_into_pieces", "stacked_model_logp",
+           "states_as_constants", "without_checks"]
 
 
 def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variable]:
@@ -149,16 +150,23 @@ def model_terms(model) -> tuple[list[Variable], list[Variable]]:
     300 variables), and set-up reads the terms several times."""
     names = tuple(model.named_vars)
     cached = _TERMS.get(model)
-    if cached is not None and cached[0] == names:
-        return cached[1]
+    if cached is None or cached[0] != names:
+        cached = (names, _build_terms(model))
+        _TERMS[model] = cached
+    # a fresh copy for every caller, as model.logp gives: measured, steps whose compiled
+    # functions shared the terms' nodes drew other last bits in a process of their own
+    # (cores=2) than in the process that built them
+    rvs, terms = cached[1]
+    return rvs, list(clone_replace(terms, {}))
+
+
+def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
     rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
     try:
         terms = local_model_terms(model, rvs)
     except NotImplementedError:  # variables valued together: PyMC's own
         terms = list(model.logp(vars=rvs, sum=False))
-    found = (rvs, terms)
-    _TERMS[model] = (names, found)
-    return found
+    return rvs, terms
 
 
 def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
@@ -180,6 +188,29 @@ def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
     stacked = stack_alike(pieces, value_vars)
     sources = [tuple(names[i] for i in members) for members in stacked.members]
     return BlockPieces(stacked.terms, rest, sources)
+
+
+def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
+    """The model's whole log density with the alike terms of scalar variables stacked
+    (:func:`~pymc_discrete.pymc.model.stacking.stack_alike`), or None where nothing
+    stacks (a vectorised model: PyMC's own graph is as small).
+
+    Parameters
+    ----------
+    model : pymc.Model
+    block : sequence of Variable
+        The discrete value variables whose sites differ between alike terms.
+
+    Returns
+    -------
+    Variable or None
+        float64 scalar, equal to ``model.logp()``.
+    """
+    _, terms = model_terms(model)
+    stacked = stack_alike([_raveled(pt.cast(t, "float64")) for t in terms], block)
+    if not stacked.n_stacked:
+        return None
+    return pt.add(*[t.sum() for t in stacked.terms])
 
 
 def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable], Variable]:
