@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--draws", type=int, default=None)
     parser.add_argument("--tune", type=int, default=None)
+    parser.add_argument("--sites", type=int, default=None,
+                        help="sites of the chain and the occupancy model (the lattice: the "
+                             "nearest square), instead of 1,000")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     size = size_name(args.quick, args.smoke)
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     draws = args.draws or (30 if args.smoke else 500)
     tune = args.tune or (30 if args.smoke else 500)
     sizes = SMOKE_SIZES if args.smoke else SIZES
+    if args.sites:
+        sizes = {"hmm": args.sites, "occupancy": args.sites,
+                 "ising": int(round(np.sqrt(args.sites)))}
     rows = []
     for kind in kinds:
         n = sizes[kind]
@@ -182,7 +188,9 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
          "ESS/s vectorised"], rows)
     minutes = (time.perf_counter() - started) / 60
     body = ("## Models written one variable per site\n\n"
-            + provenance("run_per_variable", size, minutes=minutes) + "\n\n"
+            + provenance("run_per_variable", size, minutes=minutes,
+                         command="python -m benchmarks.run_per_variable "
+                         + " ".join(argv) if argv else None) + "\n\n"
             + f"{len(seeds)} seed(s), 2 chains x {draws} draws after {tune}, cores=1. "
             "Medians over the seeds with the spread.\n\n" + table + "\n")
     print(body)

@@ -30,7 +30,9 @@ from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
 from pymc.vartypes import discrete_types
 
 from pymc_discrete.pymc.choosing.auto_step import AutoStep
+from pymc_discrete.pymc.choosing.stacked_nuts import stacked_logp
 from pymc_discrete.pymc.model.terms import model_terms
+from pymc_discrete.pymc.steps.albp import ALBP
 
 __all__ = ["wrap_assign_step_methods"]
 
@@ -45,6 +47,20 @@ def _provided(model, step) -> tuple[list, set]:
     for s in steps:
         assigned |= set(s.vars)
     return steps, assigned
+
+
+def _total_logp(model):
+    """The model's log density, to see which variables have a gradient: the stacked one
+    of a model written one variable per site (a small graph to differentiate), else the
+    sum of the terms built one variable at a time."""
+    # the block AutoStep reads (Bernoulli, Categorical, finite integers), so that the
+    # stacked density is the one its NUTS is built on (cached once)
+    discrete = [model.rvs_to_values[rv] for rv in model.free_RVs
+                if ALBP.competence(rv) != Competence.INCOMPATIBLE]
+    stacked = stacked_logp(model, discrete) if discrete else None
+    if stacked is not None:
+        return stacked
+    return pt.add(*[pt.sum(term) for term in model_terms(model)[1]])
 
 
 def wrap_assign_step_methods(assign):
@@ -74,7 +90,7 @@ def wrap_assign_step_methods(assign):
                 continue
             if has_gradient:
                 if total is None:
-                    total = pt.add(*[pt.sum(term) for term in model_terms(model)[1]])
+                    total = _total_logp(model)
                 try:
                     tg.grad(total, var)
                 except (NotImplementedError, tg.NullTypeGradError):

@@ -15,17 +15,24 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+import pytensor
+from pytensor.graph.replace import graph_replace
+
+from pymc_discrete.pymc.model.stacking import gather_joined_sites
 from pymc_discrete.pymc.model.terms import stacked_model_logp
 from pymc_discrete.pymc.summing.collapsed_nuts import MarginalNUTS
 from pymc_discrete.pymc.summing.marginal import marginal_logp_dlogp
 
-__all__ = ["StackedNUTS", "has_stacked_logp", "stacked_nuts"]
+__all__ = ["StackedNUTS", "has_stacked_logp", "stacked_logp", "stacked_nuts"]
 
 #: model -> (its named variables, its stacked log density or None)
 _STACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _stacked(model, discrete):
+def stacked_logp(model, discrete):
+    """The model's stacked log density (cached per model), or None where nothing
+    stacks."""
     names = (tuple(model.named_vars), tuple(v.name for v in discrete))
     cached = _STACKED.get(model)
     if cached is None or cached[0] != names:
@@ -37,12 +44,23 @@ def _stacked(model, discrete):
 def has_stacked_logp(model, discrete) -> bool:
     """Whether the model's log density has alike terms of the discrete variables to
     stack (a model written one variable per site)."""
-    return _stacked(model, discrete) is not None
+    return stacked_logp(model, discrete) is not None
 
 
 class StackedNUTS(MarginalNUTS):
     """PyMC's NUTS on the stacked log density (module docstring); built by
-    :func:`stacked_nuts`."""
+    :func:`stacked_nuts`. The discrete sites are read from one shared vector, set from
+    the point at every step (one input instead of one per variable: numba compiles a
+    function of thousands of inputs for minutes)."""
+
+    #: the shared vector of the discrete sites, and the variables it holds, in order
+    sites = None
+    site_names: tuple[str, ...] = ()
+
+    def step(self, point):
+        self.sites.set_value(np.concatenate(
+            [np.ravel(point[name]) for name in self.site_names]).astype(self.sites.dtype))
+        return super().step(point)
 
 
 StackedNUTS.__name__ = "NUTS (stacked log density)"
@@ -52,10 +70,22 @@ def stacked_nuts(model, continuous, discrete, initial_point, compile_kwargs,
                  nuts_kwargs) -> StackedNUTS | None:
     """NUTS for ``continuous`` on the stacked log density, or None where nothing
     stacks."""
-    logp = _stacked(model, discrete)
+    logp = stacked_logp(model, discrete)
     if logp is None:
         return None
     point = initial_point if initial_point is not None else model.initial_point()
+    values = np.concatenate([np.ravel(point[v.name]) for v in discrete]).astype(np.int64)
+    sites = pytensor.shared(values, name="discrete_sites")
+    replace, start = {}, 0
+    for var in discrete:
+        shape = np.shape(point[var.name])
+        size = int(np.prod(shape, dtype=np.int64))
+        read = sites[start] if shape == () else sites[start:start + size].reshape(shape)
+        replace[var] = read.astype(var.dtype)
+        start += size
+    (logp,) = gather_joined_sites([graph_replace(logp, replace, strict=False)], sites)
     logp_dlogp = marginal_logp_dlogp(model, logp, continuous, point, compile_kwargs)
-    return StackedNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
+    nuts = StackedNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
                        initial_point=point, compile_kwargs=compile_kwargs, **nuts_kwargs)
+    nuts.sites, nuts.site_names = sites, tuple(v.name for v in discrete)
+    return nuts

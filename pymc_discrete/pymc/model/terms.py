@@ -18,9 +18,9 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.rewriting import inline_ofg_node
-from pytensor.graph.basic import Variable
-from pytensor.graph.replace import clone_replace, graph_replace
-from pytensor.graph.traversal import toposort, variable_depends_on
+from pytensor.graph.basic import Variable, clone_get_equiv
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import graph_inputs, toposort, variable_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
 from pytensor.tensor.blockwise import Blockwise
@@ -157,7 +157,9 @@ def model_terms(model) -> tuple[list[Variable], list[Variable]]:
     # functions shared the terms' nodes drew other last bits in a process of their own
     # (cores=2) than in the process that built them
     rvs, terms = cached[1]
-    return rvs, list(clone_replace(terms, {}))
+    inputs = list(graph_inputs(terms))
+    copies = clone_get_equiv(inputs, terms, copy_inputs=False, copy_orphans=False)
+    return rvs, [copies[term] for term in terms]
 
 
 def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
