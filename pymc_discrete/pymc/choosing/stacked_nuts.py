@@ -57,9 +57,16 @@ class StackedNUTS(MarginalNUTS):
     sites = None
     site_names: tuple[str, ...] = ()
 
+    #: whether every site is a variable of its own (then read without a concatenation)
+    scalar_sites = False
+
     def step(self, point):
-        self.sites.set_value(np.concatenate(
-            [np.ravel(point[name]) for name in self.site_names]).astype(self.sites.dtype))
+        names = self.site_names
+        if self.scalar_sites:
+            values = np.fromiter((point[name] for name in names), self.sites.dtype, len(names))
+        else:
+            values = np.concatenate([np.ravel(point[name]) for name in names])
+        self.sites.set_value(values.astype(self.sites.dtype, copy=False), borrow=True)
         return super().step(point)
 
 
@@ -88,4 +95,5 @@ def stacked_nuts(model, continuous, discrete, initial_point, compile_kwargs,
     nuts = StackedNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
                        initial_point=point, compile_kwargs=compile_kwargs, **nuts_kwargs)
     nuts.sites, nuts.site_names = sites, tuple(v.name for v in discrete)
+    nuts.scalar_sites = all(np.shape(point[v.name]) == () for v in discrete)
     return nuts
