@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from pytensor.graph.basic import Variable
+import numpy as np
+from pytensor.graph.basic import Constant, Variable
 
-__all__ = ["graph_shape"]
+__all__ = ["graph_shape", "same_leaves"]
 
 
 def graph_shape(
@@ -67,3 +68,16 @@ def graph_shape(
     except TypeError:
         return None
     return leaves, signature
+
+
+def same_leaves(column: list[Variable]) -> bool:
+    """Whether the leaves at one position of alike graphs are one and the same: the same
+    variable, or constants of equal dtype and values."""
+    first = column[0]
+    if all(leaf is first for leaf in column):
+        return True
+    if not all(isinstance(leaf, Constant) for leaf in column):
+        return False
+    data = np.asarray(first.data)
+    return all(np.asarray(leaf.data).dtype == data.dtype
+               and np.array_equal(np.asarray(leaf.data), data) for leaf in column)

@@ -22,11 +22,10 @@ replacement. The terms have the ops and the values of ``model.logp``'s.
 
 from __future__ import annotations
 
-import numpy as np
 from pymc.logprob.basic import transformed_conditional_logp
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 
-from pymc_discrete.pymc.model.graph_shape import graph_shape
+from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 
 __all__ = ["local_model_terms"]
 
@@ -67,17 +66,6 @@ def _shape(var: Variable, parents: set) -> tuple[list[Variable], tuple] | None:
     """The leaves of ``var``'s own graph (back to its parents and roots) and its
     signature (:func:`~pymc_discrete.pymc.model.graph_shape.graph_shape`)."""
     return graph_shape(var, parents.__contains__, lambda leaf, k: ("leaf", k, leaf.type))
-
-
-def _same(column: list[Variable]) -> bool:
-    first = column[0]
-    if all(leaf is first for leaf in column):
-        return True
-    if not all(isinstance(leaf, Constant) for leaf in column):
-        return False
-    data = np.asarray(first.data)
-    return all(np.asarray(leaf.data).dtype == data.dtype
-               and np.array_equal(np.asarray(leaf.data), data) for leaf in column)
 
 
 def local_model_terms(model, variables: list[Variable]) -> list[Variable]:
@@ -138,7 +126,7 @@ def local_model_terms(model, variables: list[Variable]) -> list[Variable]:
         # the leaves that become inputs of the derivation: parents, and leaves that
         # differ between the members
         inputs = {leaf: leaf.type() for leaf, column in zip(shapes[members[0]], columns)
-                  if leaf in parents or not _same(list(column))}
+                  if leaf in parents or not same_leaves(list(column))}
         local = _local_copy(first, set(inputs) | parents,
                             lambda v: inputs[v] if v in inputs else inputs.setdefault(v, v.type()))
         value = model.rvs_to_values[first] if len(members) == 1 else \

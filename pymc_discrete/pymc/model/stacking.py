@@ -38,7 +38,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.shape import Reshape
 from pytensor.tensor.subtensor import Subtensor
 
-from pymc_discrete.pymc.model.graph_shape import graph_shape
+from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 
 __all__ = ["StackedTerms", "gather_joined_sites", "stack_alike"]
 
@@ -91,14 +91,11 @@ def _leaves_and_signature(term: Variable, block: frozenset) -> tuple[list, tuple
 def _stacked_leaf(leaves: list[Variable]) -> Variable | None:
     """The members' leaves at one position along a new leading axis, or None where they
     are one and the same (the template's leaf stays)."""
-    first = leaves[0]
-    if isinstance(first, Constant):
-        values = [np.asarray(leaf.data) for leaf in leaves]
-        if all(np.array_equal(values[0], v) and v.dtype == values[0].dtype for v in values):
-            return None
-        return pt.constant(np.stack(values).astype(values[0].dtype))
-    if all(leaf is first for leaf in leaves):
+    if same_leaves(leaves):
         return None
+    if isinstance(leaves[0], Constant):
+        values = [np.asarray(leaf.data) for leaf in leaves]
+        return pt.constant(np.stack(values).astype(values[0].dtype))
     return pt.stack(list(leaves))
 
 
