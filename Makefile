@@ -63,9 +63,10 @@ $(BENCH_STAMP): pyproject.toml
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks.run_all
 
-# the same scripts at small sizes, two processes side by side (one per core): about 9
-# minutes on the 2-core VM. It rewrites RESULTS.md like make bench; set
-# PYMC_DISCRETE_BENCH_OUT=<folder> to write the results and plots there instead
+# the same scripts at small sizes, two processes side by side (one per core), under 10
+# minutes on the 2-core VM. Its RESULTS.md and plots go to benchmarks/out/quick/ (not
+# committed: only full-size numbers reach benchmarks/RESULTS.md), or to the folder named by
+# PYMC_DISCRETE_BENCH_OUT
 bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks.run_all --quick --jobs=2
 

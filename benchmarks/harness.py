@@ -19,9 +19,11 @@ one chain at a time) and is measured on its post-tuning draws:
 
 The rest, shared by every script:
 
-* where the output goes (:func:`output_dir`): ``benchmarks/``, or the folder named by the
-  environment variable ``PYMC_DISCRETE_BENCH_OUT`` (the tests point it at a temporary
-  folder, so that a smoke run never touches the committed RESULTS.md and plots);
+* where the output goes (:func:`output_dir`): the folder named by the environment variable
+  ``PYMC_DISCRETE_BENCH_OUT`` if set (the tests point it at a temporary folder), else
+  ``benchmarks/`` for a full run and ``benchmarks/out/quick/`` or ``benchmarks/out/smoke/``
+  (not committed) for the small sizes, so that only full-size numbers ever reach the
+  committed RESULTS.md and plots;
 * the run sizes: ``full`` (the reported numbers), ``quick`` (``--quick``: small sizes)
   and ``smoke`` (``--smoke``: the smallest that still runs every part of a script,
   for the tests) (:func:`size_name`, :func:`cli`);
@@ -124,10 +126,19 @@ SIZES = ("full", "quick", "smoke")
 _HERE = Path(__file__).resolve().parent
 
 
+#: the size of the run in this process, set by :func:`size_name` (every script asks it)
+_run_size = "full"
+
+
 def output_dir() -> Path:
-    """The folder of RESULTS.md and the plots: ``$PYMC_DISCRETE_BENCH_OUT`` if set, else
-    ``benchmarks/`` (created if missing)."""
-    folder = Path(os.environ.get(OUTPUT) or _HERE)
+    """The folder of RESULTS.md and the plots (created if missing).
+
+    ``$PYMC_DISCRETE_BENCH_OUT`` if set; else ``benchmarks/`` for a full run and
+    ``benchmarks/out/<size>/`` for a quick or smoke one: a short run's numbers never
+    overwrite the committed full-size ones.
+    """
+    default = _HERE if _run_size == "full" else _HERE / "out" / _run_size
+    folder = Path(os.environ.get(OUTPUT) or default)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -158,8 +169,13 @@ def save_figure(fig, name: str, dpi: int = 100) -> Path:
 
 
 def size_name(quick: bool = False, smoke: bool = False) -> str:
-    """The run size of a script's ``main(quick, smoke)``: "smoke", "quick" or "full"."""
-    return "smoke" if smoke else "quick" if quick else "full"
+    """The run size of a script's ``main(quick, smoke)``: "smoke", "quick" or "full".
+
+    It is also the size :func:`output_dir` writes for, from then on in this process.
+    """
+    global _run_size
+    _run_size = "smoke" if smoke else "quick" if quick else "full"
+    return _run_size
 
 
 def cli(main: Callable[..., object]) -> None:

@@ -16,13 +16,14 @@ import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 from benchmarks.harness import CONCURRENT_JOBS, size_name
 
 #: every script, the longest first (so that --jobs packs them well)
-SCRIPTS = ("run_applied", "run_summed", "run_numpyro", "run_path", "run_models", "run_exact",
-           "run_core", "run_paper", "run_blocked", "run_samcmc", "run_scaling",
-           "run_phrasings", "run_scale_mixture", "run_setup", "run_per_variable")
+SCRIPTS = ("run_applied", "run_summed", "run_setup", "run_per_variable", "run_blocked",
+           "run_numpyro", "run_path", "run_phrasings", "run_models", "run_exact", "run_core",
+           "run_paper", "run_scale_mixture", "run_scaling", "run_samcmc")
 
 
 def run_script(name: str, size: str = "full") -> float:
@@ -48,9 +49,11 @@ def main(argv: list[str]) -> None:
     began = time.perf_counter()
     if jobs > 1:
         os.environ[CONCURRENT_JOBS] = str(jobs)
-        # workers are reused: each imports PyMC and loads the compiled kernels once
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            durations = pool.starmap(run_script, [(n, size) for n in names], chunksize=1)
+        # workers are reused (each imports PyMC and loads the compiled kernels once) and
+        # not daemonic, unlike multiprocessing.Pool's: a script may start processes of its
+        # own (run_phrasings times PyMC in a fresh one)
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            durations = list(pool.map(run_script, names, [size] * len(names)))
     else:
         durations = [run_script(name, size) for name in names]
     summary = ", ".join(f"{n} {d:.0f} s" for n, d in zip(names, durations))

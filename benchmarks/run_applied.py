@@ -59,12 +59,13 @@ out of the median, and the cell says so (``harness.ratio_over_seeds``). A table 
 run, seed by seed, follows, and a summary over the models for ``register()`` opens the
 section.
 
-Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: few
-draws, still every seed; ``--smoke``: three models, one seed, two chains of a few draws,
-for the tests; ``--seeds 1 2 3 2024``; ``--models occupancy,change_point``: a subset;
-``--draws``, ``--tune``, ``--ref-draws``, ``--no-numpyro``). Writes the section
+Run from the repository root: ``python -m benchmarks.run_applied`` (``--quick``: three
+models, one seed, two chains of 100 draws; ``--smoke``: three models, one seed, two
+chains of a few draws, for the tests; both write to ``benchmarks/out/``; ``--seeds 1 2 3
+2024``; ``--models occupancy,change_point``: a subset; ``--draws``, ``--tune``,
+``--ref-draws``, ``--no-numpyro``). Writes the section
 ``applied`` of ``benchmarks/RESULTS.md`` when every model ran over at least 3 seeds (or
-with ``--write``; never with ``--no-write`` or fewer than 3 seeds, except ``--smoke``).
+with ``--write``; never with ``--no-write`` or, at full size, fewer than 3 seeds).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ from benchmarks.harness import (
     release_compiled_jax,
     results_path,
     run_discrete_hmc_gibbs,
+    size_name,
     split_time,
     spread_over_seeds,
     write_section,
@@ -787,6 +789,9 @@ def _model_key(name: str) -> str:
 #: the models and seeds of ``--smoke`` (the cheapest three; the HMM, whose scan and
 #: chain steps compile for some 30 s, is left out: tests/test_applied_models.py builds it)
 SMOKE_MODELS, SMOKE_SEEDS = "change_point,occupancy,small_spike_and_slab", [1]
+#: ``--quick``: three models of different kinds, one seed, two chains (a few minutes; its
+#: section goes to ``benchmarks/out/quick/``, never to the committed results)
+QUICK_MODELS, QUICK_SEEDS = "change_point,occupancy,mixture", [1]
 
 
 def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False) -> str:
@@ -804,7 +809,9 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     if argv is None:
         argv = ["--smoke"] if smoke else ["--quick"] if quick else []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few draws")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"models {QUICK_MODELS}, seeds {QUICK_SEEDS}, 2 chains of 100 "
+                             "draws after 100")
     parser.add_argument("--smoke", action="store_true",
                         help=f"models {SMOKE_MODELS}, seeds {SMOKE_SEEDS}, 2 chains of a few "
                              "draws, RESULTS.md written: for the tests")
@@ -824,8 +831,12 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     parser.add_argument("--no-write", action="store_true",
                         help="print only, even when every model ran")
     args = parser.parse_args(argv)
+    size = size_name(args.quick, args.smoke)
     if args.smoke:
         args.models, args.seeds, args.chains, args.write = (SMOKE_MODELS, SMOKE_SEEDS,
+                                                             min(args.chains, 2), True)
+    elif args.quick:
+        args.models, args.seeds, args.chains, args.write = (QUICK_MODELS, QUICK_SEEDS,
                                                              min(args.chains, 2), True)
     keys = {_model_key(k): k for k in BUILDERS}
     wanted = [n for n in args.models.split(",") if n.strip()]
@@ -875,7 +886,6 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
           f"{', '.join(map(str, seeds))}, min-max):\n\n{summary}\n", flush=True)
 
     command = "python -m benchmarks.run_applied" + (" " + " ".join(argv) if argv else "")
-    size = "smoke" if args.smoke else "quick" if args.quick else "full"
     body = f"""## Applied models: mixture, occupancy, capture-recapture, change point, selection, HMM
 
 {provenance("run_applied", size, minutes=seconds / 60, versions=numpyro_versions(),
@@ -893,7 +903,7 @@ a seed counts only where both runs converged.
 {summary}
 
 {(chr(10) * 2).join(sections)}"""
-    if len(seeds) < MIN_SEEDS and not args.smoke:
+    if len(seeds) < MIN_SEEDS and size == "full":
         print(f"{len(seeds)} seed(s): fewer than {MIN_SEEDS}, RESULTS.md not written")
     elif (set(names) == set(BUILDERS) or args.write) and not args.no_write:
         write_section("applied", body)

@@ -27,7 +27,7 @@ a ``step``, so that the harness can time them warm; a one-draw plain ``pm.sample
 each (register on and off) confirms from PyMC's log which step it assigns.
 
 Every measured configuration runs once per seed (``--seeds``, default 1 2 3 for the full
-and quick runs, one seed at ``--smoke``; the configurations of one seed one after the
+run, one seed at ``--quick`` and ``--smoke``; the configurations of one seed one after the
 other, then the next seed). A seed s sets the random start of its runs
 (:func:`starts`), PyMC's ``random_seed`` (s; the reference s + 1000) and NumPyro's key
 (s). Every run: 4 chains one after the other, timed warm (``harness.measure_run``: ESS of
@@ -60,9 +60,9 @@ Summaries: Ising, the magnetisation and the mean product of neighbouring spins; 
 the share of each state and of equal neighbours; FHMM, the share of ones in each of the
 K chains and the share of switches between consecutive times.
 
-Writes the section ``blocked`` of ``benchmarks/RESULTS.md`` (not with fewer than 3 seeds,
-except at ``--smoke``). Run with ``python -m benchmarks.run_blocked`` (``--quick``: few
-draws, still 3 seeds; ``--smoke``: the Ising model alone, small, one seed, for the tests;
+Writes the section ``blocked`` of ``benchmarks/RESULTS.md`` (not with fewer than 3 seeds at
+full size; the small sizes write to ``benchmarks/out/``). Run with ``python -m
+benchmarks.run_blocked`` (``--quick``: few draws, one seed; ``--smoke``: the Ising model alone, small, one seed, for the tests;
 ``--seeds 1 2 3 4``: other seeds). The cost of register()'s step against the lattice
 size is ``run_scaling``'s.
 
@@ -148,7 +148,7 @@ class Budget:
 
 BUDGETS = {
     "full": Budget(numpyro=500, pymc=100, gibbs=1000, mh=5000, reference=2500),
-    "quick": Budget(numpyro=15, pymc=10, gibbs=100, mh=400, reference=200),
+    "quick": Budget(numpyro=15, pymc=10, gibbs=100, mh=400, reference=200, seeds=(1,)),
     "smoke": Budget(numpyro=5, pymc=4, gibbs=10, mh=40, reference=20, models=("ising",),
                     small=True, seeds=(1,)),
 }
@@ -842,7 +842,7 @@ register()'s step against the lattice size: `run_scaling`).{quick_note}
     if problems:
         text += "\nProblems seen in this run:\n\n" + "\n".join(f"- {p}" for p in problems) + "\n"
     print(text)
-    if len(seeds) < MIN_SEEDS and size != "smoke":
+    if len(seeds) < MIN_SEEDS and size == "full":
         print(f"{len(seeds)} seed(s): fewer than {MIN_SEEDS}, {results_path()} not written")
     else:
         write_section("blocked", text)
@@ -851,7 +851,7 @@ register()'s step against the lattice size: `run_scaling`).{quick_note}
 def parse_args(argv: list[str]) -> dict:
     """``main``'s arguments from the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few draws (still every seed)")
+    parser.add_argument("--quick", action="store_true", help="few draws, one seed")
     parser.add_argument("--smoke", action="store_true",
                         help="the Ising model alone, small, one seed: for the tests")
     parser.add_argument("--seeds", type=int, nargs="+", default=None,

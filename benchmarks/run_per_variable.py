@@ -27,10 +27,10 @@ of the sites (``model.compile_logp()`` and one evaluation, warm caches; PyMC's t
 with the number of variables, so its time at the full size is at least this).
 
 Run from the repository root: ``python -m benchmarks.run_per_variable`` (seeds 1 2 3, 2
-chains x 500 draws after 500; ``--quick``: one seed; ``--smoke``: the chain of 12 steps
-alone, one seed, 2 chains of 30 + 30, no warm-up, for the tests).
-Writes the section ``per_variable`` of ``benchmarks/RESULTS.md`` (at least 3 seeds, or
-``--smoke``).
+chains x 500 draws after 500; ``--quick``: one seed, 100 sites, 200 + 200; ``--smoke``:
+the chain of 12 steps alone, one seed, 2 chains of 30 + 30, no warm-up, for the tests).
+Writes the section ``per_variable`` of ``benchmarks/RESULTS.md`` (at least 3 seeds; the
+small sizes write to ``benchmarks/out/``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from benchmarks.per_variable_models import KINDS, build, statistics
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = "RUN_PER_VARIABLE_RESULT "
 SIZES = {"hmm": 1000, "occupancy": 1000, "ising": 30}
+QUICK_SIZES = {"hmm": 100, "occupancy": 100, "ising": 10}
 SMOKE_SIZES = {"hmm": 12, "occupancy": 12, "ising": 3}
 MAX_RHAT, MAX_DEVIATION = 1.01, 4.0
 
@@ -146,9 +147,9 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     kinds = args.models.split(",") if args.models else (
         ["hmm"] if args.smoke else list(KINDS))
     seeds = args.seeds or ([1] if args.smoke or args.quick else [1, 2, 3])
-    draws = args.draws or (30 if args.smoke else 500)
-    tune = args.tune or (30 if args.smoke else 500)
-    sizes = SMOKE_SIZES if args.smoke else SIZES
+    draws = args.draws or {"smoke": 30, "quick": 200, "full": 500}[size]
+    tune = args.tune or draws
+    sizes = {"smoke": SMOKE_SIZES, "quick": QUICK_SIZES, "full": SIZES}[size]
     if args.sites:
         sizes = {"hmm": args.sites, "occupancy": args.sites,
                  "ising": int(round(np.sqrt(args.sites)))}
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
             + f"{len(seeds)} seed(s), 2 chains x {draws} draws after {tune}, cores=1. "
             "Medians over the seeds with the spread.\n\n" + table + "\n")
     print(body)
-    if len(seeds) >= 3 or args.smoke:
+    if len(seeds) >= 3 or size != "full":
         write_section("per_variable", body)
     return body
 

@@ -646,7 +646,7 @@ class Budget(NamedTuple):
     seeds: tuple[int, ...]
 
 
-BUDGETS = {"full": Budget(30, 50, 1000, (1, 2, 3)), "quick": Budget(16, 24, 500, (1, 2, 3)),
+BUDGETS = {"full": Budget(30, 50, 1000, (1, 2, 3)), "quick": Budget(16, 24, 500, (1,)),
            "smoke": Budget(4, 5, 20, (1,))}
 
 

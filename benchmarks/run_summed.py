@@ -66,7 +66,7 @@ non-converged run is n/c, never a speed-up). Then, per model, every variant over
 and every run seed by seed.
 
 Run from the repository root: ``python -m benchmarks.run_summed`` (seeds 1 2 3, 4 chains x
-1000 draws after 1000 tuning; ``--quick``: three models, 200 + 200; ``--smoke``:
+1000 draws after 1000 tuning; ``--quick``: two models, one seed, 200 + 200; ``--smoke``:
 occupancy alone, one seed, 2 chains of 50 + 50, no warm-up run, for the
 tests;
 ``--models``, ``--seeds``, ``--draws``, ``--tune``, ``--chains``, ``--cores``). Writes the
@@ -121,7 +121,7 @@ VARIANTS = {
 }
 #: the models of a full run (keys of ``benchmarks.applied_models.BUILDERS``)
 MODELS = ("occupancy", "capture", "mixture", "changepoint", "hmm", "sticky_hmm", "nmixture")
-QUICK_MODELS = ("occupancy", "changepoint", "hmm")
+QUICK_MODELS = ("occupancy", "changepoint")
 #: the cheapest two, and the N-mixture model for its "not supported" row
 SMOKE_MODELS = ("occupancy",)
 #: fewer seeds than this: the tables are printed, RESULTS.md is not written
@@ -685,7 +685,7 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
         argv = ["--smoke"] if smoke else ["--quick"] if quick else []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help=f"models {','.join(QUICK_MODELS)}, 200 + 200 draws")
+                        help=f"models {','.join(QUICK_MODELS)}, seed 1, 200 + 200 draws")
     parser.add_argument("--smoke", action="store_true",
                         help=f"models {','.join(SMOKE_MODELS)}, seed 1, 2 chains of 50 + 50 "
                              "draws, RESULTS.md written: for the tests")
@@ -693,8 +693,8 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
                         help=f"comma-separated subset of {','.join(MODELS)} (or any key of "
                              "benchmarks.applied_models.BUILDERS)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
-                        help=f"default 1 2 3; fewer than {MIN_SEEDS}: RESULTS.md is not "
-                             "written")
+                        help=f"default 1 2 3 (one at --quick, --smoke); fewer than {MIN_SEEDS}: "
+                             "RESULTS.md is not written at full size")
     parser.add_argument("--draws", type=int, default=None)
     parser.add_argument("--tune", type=int, default=None)
     parser.add_argument("--chains", type=int, default=None)
@@ -712,7 +712,7 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     if unknown:
         parser.error(f"unknown models {unknown}: choose from {sorted(BUILDERS)}")
     names = list(dict.fromkeys(keys[_model_key(n)] for n in models))
-    seeds = list(dict.fromkeys(args.seeds or ([1] if args.smoke else [1, 2, 3])))
+    seeds = list(dict.fromkeys(args.seeds or ([1, 2, 3] if size == "full" else [1])))
     draws = args.draws or {"smoke": 50, "quick": 200, "full": 1000}[size]
     tune = args.tune or draws
     chains = args.chains or (2 if args.smoke else 4)
@@ -782,7 +782,7 @@ both runs converged.
 {(chr(10) * 2).join(model_section(r) for r in results)}"""
     if args.no_write:
         pass
-    elif len(seeds) < MIN_SEEDS and not args.smoke:
+    elif len(seeds) < MIN_SEEDS and size == "full":
         print(f"{len(seeds)} seed(s): fewer than {MIN_SEEDS}, RESULTS.md not written")
     else:
         write_section("summed", body)

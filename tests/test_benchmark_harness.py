@@ -191,7 +191,15 @@ def test_output_goes_to_the_folder_the_environment_names(tmp_path, monkeypatch):
     fig, _ = harness.subplots()
     assert harness.save_figure(fig, "plot.png").exists()
     monkeypatch.delenv(harness.OUTPUT)
-    assert harness.results_path() == Path(harness.__file__).resolve().parent / "RESULTS.md"
+    here = Path(harness.__file__).resolve().parent
+    monkeypatch.setattr(harness, "_run_size", "full")  # restored after the test
+    assert harness.size_name() == "full"
+    assert harness.results_path() == here / "RESULTS.md"
+    # a short run never writes over the committed full-size results
+    assert harness.size_name(quick=True) == "quick"
+    assert harness.results_path() == here / "out" / "quick" / "RESULTS.md"
+    assert harness.size_name(smoke=True) == "smoke"
+    assert harness.results_path() == here / "out" / "smoke" / "RESULTS.md"
 
 
 def test_tables_provenance_and_sizes():
