@@ -23,7 +23,7 @@ from benchmarks.harness import CONCURRENT_JOBS, size_name
 #: every script, the longest first (so that --jobs packs them well)
 SCRIPTS = ("run_applied", "run_summed", "run_setup", "run_per_variable", "run_blocked",
            "run_numpyro", "run_path", "run_phrasings", "run_models", "run_exact", "run_core",
-           "run_paper", "run_scale_mixture", "run_scaling", "run_samcmc")
+           "run_paper", "run_scale_mixture", "run_scaling", "run_samcmc", "run_marginal_cost")
 
 
 def run_script(name: str, size: str = "full") -> float:

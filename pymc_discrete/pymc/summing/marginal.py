@@ -13,13 +13,18 @@ Imports: the model reader (:mod:`pymc_discrete.pymc.model`) and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
 from pymc.model.core import ValueGradFunction
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import clone_replace, vectorize_graph
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+from pytensor.graph.traversal import graph_inputs, toposort
+from pytensor.tensor.basic import get_underlying_scalar_constant_value
+from pytensor.tensor.exceptions import NotScalarConstantError
+from pytensor.tensor.subtensor import AdvancedSubtensor
+from pytensor.tensor.type import discrete_dtypes
 
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.reproducible import exact_mode
@@ -29,9 +34,11 @@ from pymc_discrete.pymc.model.terms import (
     states_as_constants,
     without_checks,
 )
+from pymc_discrete.pymc.summing.alike_sites import AlikeSites, alike_sites, elements_at
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
 
-__all__ = ["marginal_log_density", "marginal_logp_dlogp", "site_sums_graph", "summed_out"]
+__all__ = ["SiteSums", "kind_counts", "marginal_log_density", "marginal_logp_dlogp",
+           "site_sums", "site_sums_graph", "summed_out"]
 
 #: blocks with at most this many values a site have their terms built once per value
 #: (cheaper to run); blocks with more, as one vectorised graph (cheaper to compile)
@@ -56,9 +63,44 @@ def _sum_by_site(batch: Variable, own: np.ndarray, n: int, k: int) -> Variable:
                             batch[:, owned].T).T
 
 
+class SiteSums(NamedTuple):
+    """Every site's terms summed at K states of the block (:func:`site_sums`).
+
+    ``per_kind`` (U, K): the sums of the first site of every kind of alike sites
+    (:mod:`~pymc_discrete.pymc.summing.alike_sites`), at each state; ``alike`` says which
+    sites are of which kind (None: every site its own kind, U = N, in order). ``loose``:
+    the terms no site moves. ``held``: whether every parameter check held.
+    """
+
+    per_kind: Variable
+    alike: AlikeSites | None
+    loose: Variable
+    held: Variable
+
+    def per_site(self) -> Variable:
+        """(N, K): every site's sums."""
+        return self.per_kind if self.alike is None else self.per_kind[self.alike.kind]
+
+    def kind_mask(self, mask: np.ndarray) -> np.ndarray | None:
+        """A per-site (N, K) ``mask`` as one row per kind, or None if two alike sites have
+        different rows."""
+        if self.alike is None:
+            return mask
+        by_kind = mask[self.alike.first]
+        return by_kind if np.array_equal(by_kind[self.alike.kind], mask) else None
+
+
 def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: ExactRatios,
                     values: np.ndarray) -> tuple[Variable, Variable, Variable]:
-    """Every site's terms summed, at K given states of the block, as one graph.
+    """``(per_site (N, K), loose, held)`` of :func:`site_sums`."""
+    sums = site_sums(model, value_vars, point, exact, values)
+    return sums.per_site(), sums.loose, sums.held
+
+
+def site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRatios,
+              values: np.ndarray) -> SiteSums:
+    """Every site's terms summed, at K given states of the block, as one graph; alike
+    sites' terms are evaluated once.
 
     Parameters
     ----------
@@ -74,57 +116,108 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
 
     Returns
     -------
-    per_site : Variable
-        (N, K) sum of site i's terms at state v (check-free).
-    loose : Variable
-        Scalar: the terms of the block's pieces that no site moves (the same at every
-        state).
-    held : Variable
-        Boolean scalar: whether every parameter check of the pieces holds at every state.
+    SiteSums
+        The sum of site i's terms at state v (check-free), by kind of alike sites; the
+        terms no site moves (the same at every state); whether every parameter check of
+        the pieces holds at every state.
     """
     pieces, _ = block_pieces(model, value_vars)
     k, n = values.shape
     # piece by piece: a piece whose elements follow the sites (one each, or a row or a
     # column each) sums by a reshape, with no scatter to differentiate through
     unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
-    if k <= SEPARATE_STATES_MAX:
-        # one copy of the graph per state: where every site takes the same value v, the
-        # block is a constant fill of v, which PyTensor's rewrites push out of the
-        # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
-        # over a (K, N) constant
-        rows = []
-        for v in range(k):
-            replace, lo = {}, 0
-            for var in value_vars:
-                shape = tuple(int(d) for d in np.shape(point[var.name]))
-                size = int(np.prod(shape, dtype=np.int64))
-                row = values[v, lo:lo + size].astype(var.type.dtype)
-                replace[var] = (pt.full(shape, row[0], dtype=var.type.dtype)
-                                if size and np.all(row == row[0])
-                                else pt.constant(row.reshape(shape)))
-                lo += size
-            rows.append(clone_replace([*unchecked, *helds], replace))
-        batched = [pt.stack([row[i] for row in rows]) for i in range(len(rows[0]))]
-    else:
-        # many values (a switch point over 111 years, a window of counts): one vectorised
-        # graph, K copies would take minutes to compile
-        batched = vectorize_graph([*unchecked, *helds],
-                                  replace=states_as_constants(value_vars, point, values))
     owner = site_of_term(exact)
     sizes = [int(size) for size in piece_sizes(pieces, model, point)]
     if sum(sizes) != owner.size:
         raise NotCollapsible(f"the block's terms number {sum(sizes)} in the graph and "
                              f"{owner.size} in its structure")
-    per_site, loose_total, start = pt.zeros((k, n), dtype="float64"), pt.constant(0.0), 0
-    for batch, size in zip(batched[:len(pieces)], sizes):
-        own = owner[start:start + size]
-        start += size
+    owns = np.split(owner, np.cumsum(sizes)[:-1])
+    if k <= SEPARATE_STATES_MAX:
+        # one copy of the graph per state: where every site takes the same value v, the
+        # block is a constant fill of v, which PyTensor's rewrites push out of the
+        # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
+        # over a (K, N) constant
+        rows = [_single_value_gathers(clone_replace([*unchecked, *helds],
+                                                    _state(value_vars, point, values[v])))
+                for v in range(k)]
+        batched = [pt.stack([row[i] for row in rows]) for i in range(len(rows[0]))]
+        held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
+        alike = alike_sites([[row[p] for row in rows] for p in range(len(pieces))], owns, n)
+        if alike.first.size < n:  # sites alike: each kind's terms once
+            per_kind, loose_total = _kind_sums(rows, owns, alike, k)
+            return SiteSums(per_kind.T, alike, loose_total, held)
+    else:
+        # many values (a switch point over 111 years, a window of counts): one vectorised
+        # graph, K copies would take minutes to compile
+        batched = vectorize_graph([*unchecked, *helds],
+                                  replace=states_as_constants(value_vars, point, values))
+        held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
+    per_site, loose_total = pt.zeros((k, n), dtype="float64"), pt.constant(0.0)
+    for batch, own in zip(batched[:len(pieces)], owns):
         per_site = per_site + _sum_by_site(batch, own, n, k)
         loose = np.flatnonzero(own < 0)  # elements no site moves: the same in every row
         if loose.size:
             loose_total = loose_total + batch[0, loose].sum()
-    held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
-    return per_site.T, loose_total, held
+    return SiteSums(per_site.T, None, loose_total, held)
+
+
+def _state(value_vars: Sequence[Variable], point: dict, row: np.ndarray) -> dict:
+    """Replacements of the block's value variables by one state, ``row`` (N,): a constant
+    fill where every site of a variable has the same value."""
+    replace, lo = {}, 0
+    for var in value_vars:
+        shape = tuple(int(d) for d in np.shape(point[var.name]))
+        size = int(np.prod(shape, dtype=np.int64))
+        part = row[lo:lo + size].astype(var.type.dtype)
+        replace[var] = (pt.full(shape, part[0], dtype=var.type.dtype)
+                        if size and np.all(part == part[0])
+                        else pt.constant(part.reshape(shape)))
+        lo += size
+    return replace
+
+
+def _single_value_gathers(graphs: list[Variable]) -> list[Variable]:
+    """``graphs`` with every ``x[index]`` whose index holds one value v everywhere (a
+    mixture's ``mu[z]`` with the block at a state where every site is v) replaced by
+    ``x[v]`` broadcast: an elementwise term then reads a row instead of a gathered copy
+    of it, and its gradient sums instead of scattering."""
+    replace = {}
+    for node in toposort(graphs):
+        # one integer array indexing the first axis, nothing else: x[index]
+        if not (isinstance(node.op, AdvancedSubtensor) and len(node.inputs) == 2
+                and tuple(node.op.idx_list) == (0,)):
+            continue
+        x, index = node.inputs
+        if index.type.dtype not in discrete_dtypes or index.type.dtype == "bool":
+            continue
+        try:
+            v = int(get_underlying_scalar_constant_value(index))
+        except NotScalarConstantError:
+            continue
+        out = node.outputs[0]
+        replace[out] = pt.broadcast_to(x[v], (*index.shape, *x.shape[1:]))
+    return graph_replace(graphs, replace, strict=False) if replace else graphs
+
+
+def _kind_sums(rows: Sequence[Sequence[Variable]], owns: Sequence[np.ndarray],
+               alike: AlikeSites, k: int) -> tuple[Variable, Variable]:
+    """(K, U) sums of the first site of every kind at each state, from the pieces
+    evaluated at those sites' elements only, and the terms no site moves."""
+    rank = np.full(alike.kind.size, -1, dtype=np.int64)
+    rank[alike.first] = np.arange(alike.first.size)
+    per_kind, loose_total = pt.zeros((k, alike.first.size), dtype="float64"), 0.0
+    for p, own in enumerate(owns):
+        kind = np.where(own >= 0, rank[np.maximum(own, 0)], -1)
+        chosen = np.flatnonzero(kind >= 0)
+        chosen = chosen[np.argsort(kind[chosen], kind="stable")]  # a kind's elements in order
+        batch = pt.stack([pt.broadcast_to(elements_at(row[p], chosen)[0], (chosen.size,))
+                          for row in rows])
+        per_kind = per_kind + _sum_by_site(batch, kind[chosen], alike.first.size, k)
+        loose = np.flatnonzero(own < 0)
+        if loose.size:
+            loose_total = loose_total + pt.broadcast_to(
+                elements_at(rows[0][p], loose)[0], (loose.size,)).sum()
+    return per_kind, pt.as_tensor(loose_total, dtype="float64")
 
 
 def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
@@ -155,15 +248,28 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
     fallback = np.argmax(possible, axis=1)
     index = np.where(possible.T, np.arange(k)[:, None], fallback[None, :])  # (K, N)
     values = index + (0 if exact.offsets is None else exact.offsets[None, :])
-    per_site, loose_total, held = site_sums_graph(model, value_vars, point, exact, values)
-    return summed_out(rest + loose_total, pt.switch(possible, per_site, -np.inf), held)
+    sums = site_sums(model, value_vars, point, exact, values)
+    by_kind = sums.kind_mask(possible)
+    if by_kind is None:  # alike sites that differ in their possible values
+        return summed_out(rest + sums.loose, pt.switch(possible, sums.per_site(), -np.inf),
+                          sums.held)
+    return summed_out(rest + sums.loose, pt.switch(by_kind, sums.per_kind, -np.inf),
+                      sums.held, kind_counts(sums))
 
 
-def summed_out(rest: Variable, per_site: Variable, held: Variable) -> Variable:
-    """``rest + sum_i logsumexp_v per_site[i, v]``, or -inf where a check failed."""
+def kind_counts(sums: SiteSums) -> np.ndarray | None:
+    """How many sites each kind stands for (None: one each)."""
+    return None if sums.alike is None else np.bincount(sums.alike.kind).astype("float64")
+
+
+def summed_out(rest: Variable, per_site: Variable, held: Variable,
+               counts: np.ndarray | None = None) -> Variable:
+    """``rest + sum_i counts_i logsumexp_v per_site[i, v]`` (``counts`` default 1), or
+    -inf where a check failed."""
     top = pt.max(per_site, axis=1)
     sums = pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
-    return pt.switch(held, rest + sums.sum(), -np.inf)
+    total = sums.sum() if counts is None else (sums * counts).sum()
+    return pt.switch(held, rest + total, -np.inf)
 
 
 def marginal_logp_dlogp(model, marginal: Variable, continuous: Sequence[Variable],

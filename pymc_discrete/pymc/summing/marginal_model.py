@@ -47,7 +47,6 @@ from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_o
 from pymc_discrete.pymc.summing.summed_block import (
     SummedBlock,
     cached_summed_block,
-    logsumexp_rows,
     without_initial_values,
 )
 
@@ -150,7 +149,7 @@ def marginalize(model, *, count_width: int | None = None) -> object:
                         if isinstance(v, SharedVariable) and v.name in shared})
         return graph_replace(graph, replace, strict=False)
 
-    sums = None if block.per_site is None else logsumexp_rows(block.per_site)
+    sums = None if block.per_site is None else block.site_logsumexp()
     if block.carriers is None:
         total = in_model_space(block.total(), continuous)
         name = "__".join(block.names) + "_summed_out"

@@ -36,7 +36,7 @@ from pymc_discrete.pymc.summing.collapsible import (
     site_of_term,
 )
 from pymc_discrete.pymc.summing.count_sum import grid_width
-from pymc_discrete.pymc.summing.marginal import site_sums_graph
+from pymc_discrete.pymc.summing.marginal import site_sums, site_sums_graph
 
 __all__ = ["COUNT_WIDTH_MARGIN", "SummedBlock", "cached_summed_block", "logsumexp_rows", "summed_block",
            "without_initial_values"]
@@ -76,6 +76,11 @@ class SummedBlock(NamedTuple):
     count_window : CountWindow or None
         For latent counts: the values every count is summed over (``offsets`` is its
         lower end, ``possible`` all True over its width).
+    per_kind : Variable or None
+        (U, K) ``per_site`` at the first site of every kind of alike sites, which
+        ``alike`` lists (:mod:`~pymc_discrete.pymc.summing.alike_sites`); None when no
+        two sites are alike.
+    alike : AlikeSites or None
     """
 
     names: tuple
@@ -90,12 +95,23 @@ class SummedBlock(NamedTuple):
     layout: object = None
     tables: tuple | None = None
     count_window: object = None
+    per_kind: Variable | None = None
+    alike: object = None
 
     def total(self) -> Variable:
         """Scalar graph: the block summed out (the sum over every state of its terms)."""
         if self.layout is not None:
             return forward_log_normaliser(*self.tables)
+        if self.per_kind is not None:
+            counts = np.bincount(self.alike.kind).astype("float64")
+            return (logsumexp_rows(self.per_kind) * counts).sum() + self.loose
         return logsumexp_rows(self.per_site).sum() + self.loose
+
+    def site_logsumexp(self) -> Variable:
+        """(N,) graph: every site's terms summed out."""
+        if self.per_kind is not None:
+            return logsumexp_rows(self.per_kind)[self.alike.kind]
+        return logsumexp_rows(self.per_site)
 
 
 def _is_finite_discrete(rv) -> bool:
@@ -188,14 +204,21 @@ def summed_block(model, count_width: int | None = None) -> SummedBlock:
     # terms are then finite (no NaN gradient) and masked out of the sum
     fallback = np.argmax(possible, axis=1)
     index = np.where(possible.T, np.arange(k)[:, None], fallback[None, :])  # (K, N)
-    per_site, loose, held = site_sums_graph(plain, block, point, exact,
-                                            index + support.offsets[None, :])
-    # where every value is possible the mask is the checks alone (no (N, K) constant)
-    mask = held if possible.all() else pt.and_(held, pt.as_tensor(possible))
-    per_site = pt.switch(mask, per_site, -np.inf)
+    sums = site_sums(plain, block, point, exact, index + support.offsets[None, :])
+
+    def masked(table: Variable, mask: np.ndarray) -> Variable:
+        # where every value is possible the mask is the checks alone (no (N, K) constant)
+        return pt.switch(sums.held if mask.all() else pt.and_(sums.held, pt.as_tensor(mask)),
+                         table, -np.inf)
+
+    per_site = masked(sums.per_site(), possible)
+    by_kind = sums.kind_mask(possible)
+    per_kind = (masked(sums.per_kind, by_kind)
+                if sums.alike is not None and by_kind is not None else None)
     carriers = _carriers(plain, block, exact, point, readers)
     return SummedBlock(exact.var_names, plain, exact, possible, support.offsets, per_site,
-                       loose, readers, carriers)
+                       sums.loose, readers, carriers, per_kind=per_kind,
+                       alike=None if per_kind is None else sums.alike)
 
 
 #: latent counts are summed over this many times the values their window needs at the
