@@ -85,7 +85,8 @@ def measure_child(spec: dict) -> dict:
         _, out["nutpie_compile"] = _timed(nutpie.compile_pymc_model, model)
     logp = model.compile_logp()
     rng = np.random.default_rng(0)
-    points = [start] + [{k: v + rng.normal(0.0, 0.3, np.shape(v)) for k, v in start.items()}
+    names = sorted(start)  # the same perturbation of the same variable in both models
+    points = [start] + [{k: start[k] + rng.normal(0.0, 0.3, np.shape(start[k])) for k in names}
                         for _ in range(4)]
     out["logps"] = [float(logp(p)) for p in points]
     return out
