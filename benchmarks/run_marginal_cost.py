@@ -21,8 +21,9 @@ Correctness beside speed: the two models' log densities (``model.compile_logp()`
 compared at the initial point and at 4 points perturbed from it (seed 0); a hand-written
 marginal may drop constant terms, so the check is that the difference is the same at every
 point (to 1e-8, relative to the log density's size). Run from the repository root:
-``python -m benchmarks.run_marginal_cost`` (``--quick``: occupancy and capture-recapture;
-``--smoke``: occupancy, one process a variant, no warm-up, 200 calls a block; ``--models``).
+``python -m benchmarks.run_marginal_cost`` (``--quick``: occupancy and capture-recapture,
+one process a variant; ``--smoke``: occupancy, one process a variant, no warm-up, 200 calls
+a block; ``--models``).
 Writes the section ``marginal_cost``.
 """
 
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     size = size_name(args.quick, args.smoke)
     models = args.models.split(",") if args.models else list(
         {"smoke": SMOKE_MODELS, "quick": QUICK_MODELS, "full": MODELS}[size])
-    repeats, calls = (1, 200) if args.smoke else (3, 2000)
+    repeats, calls = {"smoke": (1, 200), "quick": (1, 2000), "full": (3, 2000)}[size]
     rows = []
     for name in models:
         runs: dict[str, list[dict]] = {}
