@@ -97,6 +97,8 @@ __all__ = [
     "ratio_number",
     "ratio_over_seeds",
     "release_compiled_jax",
+    "result_line",
+    "run_fresh_process",
     "results_path",
     "rhat",
     "run_discrete_hmc_gibbs",
@@ -166,6 +168,32 @@ def save_figure(fig, name: str, dpi: int = 100) -> Path:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+#: how a child process marks the JSON line of its result (:func:`run_fresh_process`)
+RESULT_MARK = "BENCHMARK_RESULT "
+
+
+def result_line(result: dict) -> str:
+    """The line a ``--child`` process prints for :func:`run_fresh_process` to read."""
+    import json
+
+    return RESULT_MARK + json.dumps(result)
+
+
+def run_fresh_process(module: str, spec: dict) -> dict:
+    """``python -m <module> --child <spec as JSON>`` in a fresh Python process, from the
+    repository root; the dict the child printed with :func:`result_line`, or
+    ``{"error": <the last line of its output>}``."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", module, "--child", json.dumps(spec)],
+                          cwd=_HERE.parent, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT_MARK):
+            return json.loads(line[len(RESULT_MARK):])
+    return {"error": ((done.stderr or done.stdout).strip().splitlines() or ["failed"])[-1]}
 
 
 def size_name(quick: bool = False, smoke: bool = False) -> str:

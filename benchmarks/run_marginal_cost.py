@@ -31,17 +31,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import markdown_table, provenance, size_name, write_section
+from benchmarks.harness import (
+    markdown_table,
+    provenance,
+    result_line,
+    run_fresh_process,
+    size_name,
+    write_section,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULT = "RESULT "
 MODELS = ("occupancy", "capture", "mixture", "changepoint", "hmm", "sticky_hmm", "nmixture")
 QUICK_MODELS = ("occupancy", "capture")
 SMOKE_MODELS = ("occupancy",)
@@ -95,12 +98,7 @@ def measure_child(spec: dict) -> dict:
 
 def run_child(spec: dict) -> dict:
     """:func:`measure_child` in a fresh Python process."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks.run_marginal_cost", "--child",
-                           json.dumps(spec)], cwd=ROOT, capture_output=True, text=True)
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT):
-            return json.loads(line[len(RESULT):])
-    return {"error": ((done.stderr or done.stdout).strip().splitlines() or ["failed"])[-1]}
+    return run_fresh_process("benchmarks.run_marginal_cost", spec)
 
 
 def _median(values: list) -> str:
@@ -189,6 +187,6 @@ initial point, the median of 7 blocks of {calls} calls. Compile: PyMC's
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        print(RESULT + json.dumps(measure_child(json.loads(sys.argv[2]))), flush=True)
+        print(result_line(measure_child(json.loads(sys.argv[2]))), flush=True)
     else:
         main(sys.argv[1:])

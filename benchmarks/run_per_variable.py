@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -51,15 +49,15 @@ from benchmarks.harness import (
     mean_mcse,
     provenance,
     ratio_over_seeds,
+    result_line,
     rhat,
+    run_fresh_process,
     size_name,
     spread_over_seeds,
     write_section,
 )
 from benchmarks.per_variable_models import KINDS, build, statistics
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULT = "RUN_PER_VARIABLE_RESULT "
 SIZES = {"hmm": 1000, "occupancy": 1000, "ising": 30}
 QUICK_SIZES = {"hmm": 100, "occupancy": 100, "ising": 10}
 SMOKE_SIZES = {"hmm": 12, "occupancy": 12, "ising": 3}
@@ -102,12 +100,7 @@ def _ess(a: np.ndarray) -> float:
 
 def run_child(spec: dict) -> dict:
     """``measure_child(spec)`` in a fresh Python process."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks.run_per_variable", "--child",
-                           json.dumps(spec)], cwd=ROOT, capture_output=True, text=True)
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT):
-            return json.loads(line[len(RESULT):])
-    return {"error": (done.stderr or done.stdout).strip().splitlines()[-1:] or ["failed"]}
+    return run_fresh_process("benchmarks.run_per_variable", spec)
 
 
 def _deviation(ours: dict, theirs: dict) -> float:
@@ -203,6 +196,6 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         result = measure_child(json.loads(sys.argv[2]))
-        print(RESULT + json.dumps(result), flush=True)
+        print(result_line(result), flush=True)
     else:
         main(sys.argv[1:])

@@ -89,9 +89,10 @@ class _Walk:
     def _through(self, node, index: int, idx: np.ndarray) -> Variable | None:
         op, out = node.op, node.outputs[index]
         if isinstance(op, Elemwise):
-            ins = [self._elemwise_input(inp, out, idx) for inp in node.inputs]
-            if any(i is None for i in ins):
+            inner = [_broadcast_index(inp, idx) for inp in node.inputs]
+            if any(i is None for i in inner):
                 return None
+            ins = [self.at(inp, i) for inp, i in zip(node.inputs, inner)]
             return _apply_elementwise(op, ins, index)
         if isinstance(op, DimShuffle):
             inner = np.zeros((len(idx), op.input_ndim), dtype=np.int64)
@@ -118,11 +119,6 @@ class _Walk:
             # the conditions are read whole, as in the original graph
             return op(self.at(node.inputs[0], idx), *node.inputs[1:])
         return None
-
-    def _elemwise_input(self, inp: Variable, out: Variable, idx: np.ndarray
-                        ) -> Variable | None:
-        inner = _broadcast_index(inp, idx)
-        return None if inner is None else self.at(inp, inner)
 
 
 def _broadcast_index(inp: Variable, idx: np.ndarray) -> np.ndarray | None:
@@ -203,6 +199,11 @@ class AlikeSites:
 
     def __init__(self, first: np.ndarray, kind: np.ndarray) -> None:
         self.first, self.kind = first, kind
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(U,) float64: how many sites each kind stands for."""
+        return np.bincount(self.kind, minlength=self.first.size).astype("float64")
 
 
 def alike_sites(graphs: Sequence[Sequence[Variable]], owners: Sequence[np.ndarray],

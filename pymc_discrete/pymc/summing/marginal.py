@@ -37,7 +37,7 @@ from pymc_discrete.pymc.model.terms import (
 from pymc_discrete.pymc.summing.alike_sites import AlikeSites, alike_sites, elements_at
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
 
-__all__ = ["SiteSums", "kind_counts", "marginal_log_density", "marginal_logp_dlogp",
+__all__ = ["SiteSums", "marginal_log_density", "marginal_logp_dlogp",
            "site_sums", "site_sums_graph", "summed_out"]
 
 #: blocks with at most this many values a site have their terms built once per value
@@ -254,12 +254,7 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
         return summed_out(rest + sums.loose, pt.switch(possible, sums.per_site(), -np.inf),
                           sums.held)
     return summed_out(rest + sums.loose, pt.switch(by_kind, sums.per_kind, -np.inf),
-                      sums.held, kind_counts(sums))
-
-
-def kind_counts(sums: SiteSums) -> np.ndarray | None:
-    """How many sites each kind stands for (None: one each)."""
-    return None if sums.alike is None else np.bincount(sums.alike.kind).astype("float64")
+                      sums.held, None if sums.alike is None else sums.alike.counts)
 
 
 def summed_out(rest: Variable, per_site: Variable, held: Variable,

@@ -103,8 +103,7 @@ class SummedBlock(NamedTuple):
         if self.layout is not None:
             return forward_log_normaliser(*self.tables)
         if self.per_kind is not None:
-            counts = np.bincount(self.alike.kind).astype("float64")
-            return (logsumexp_rows(self.per_kind) * counts).sum() + self.loose
+            return (logsumexp_rows(self.per_kind) * self.alike.counts).sum() + self.loose
         return logsumexp_rows(self.per_site).sum() + self.loose
 
     def site_logsumexp(self) -> Variable:
