@@ -1,23 +1,26 @@
-"""Sites whose terms are equal: sum each kind once.
+"""A graph rebuilt at chosen elements, with a record of what each element reads.
 
 A block's per-site sums are what summing out evaluates at every NUTS step, for every
-value of every site. Many sites are alike: two occupancy sites with the same detection
-history, two augmented capture-recapture rows of zeros, have the same terms at every value
-and every parameter. This module finds them from the graph, and evaluates the terms only
-at one site of each kind.
+value of every site, and most of those terms repeat: two occupancy sites with as many
+detections, the augmented all-zero rows of a capture-recapture model, a change point's
+years on the same side of the switch with the same count.
+:mod:`~pymc_discrete.pymc.summing.distinct_terms` evaluates each distinct term once; this
+module gives it the two tools.
 
-How. A piece of the block's terms is a vector graph; :func:`elements_at` rebuilds it at a
-chosen subset of its elements, walking down through the operations that act element by
-element (``Elemwise``, ``DimShuffle``, ``Alloc``, ``Reshape`` and constant ``Subtensor``
-slices, parameter checks) and mapping each element's index to the indices of the inputs it
-reads. Constants are gathered at those indices when the graph is built; any other
-variable is read at them by an index in the graph (an opaque variable: a model variable, a
-dot product, an indexing by the block). Along the way it records, for every element,
-everything its value depends on besides the parameters that all elements share: the
-constants' values it reads, and the positions it reads in opaque variables that differ
-between elements. Two elements with the same record have the same value for every value of
-the parameters; two sites whose elements, piece by piece and state by state, have the same
-records in the same order have the same sums, to the bit.
+:func:`elements_at` rebuilds a graph at a chosen subset of its elements, walking down
+through the operations that act element by element (``Elemwise``, ``DimShuffle``,
+``Alloc``, ``Reshape`` and constant ``Subtensor`` slices, parameter checks) and mapping
+each element's index to the indices of the inputs it reads. Constants are gathered at
+those indices when the graph is built, and an elementwise operation of constants only is
+folded into its values (a change point's ``t >= s``, with the state a constant, becomes
+one boolean an element); any other variable is read at the indices by an index in the
+graph (an opaque variable: a model variable, a dot product, an indexing by the block).
+Along the way it records, for every element, everything its value depends on besides the
+parameters that all elements share: the constants' values where they meet a variable,
+and the positions it reads in opaque variables that differ between elements. Two
+elements with the same record have the same value for every value of the parameters.
+
+:class:`AlikeSites` says which sites have equal sums (their kinds).
 
 Imports: PyTensor and NumPy only.
 """
@@ -25,6 +28,7 @@ Imports: PyTensor and NumPy only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
@@ -33,67 +37,88 @@ from pytensor.raise_op import CheckAndRaise
 from pytensor.tensor.basic import Alloc, get_scalar_constant_value
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
-from pytensor.tensor.shape import Reshape
+from pytensor.tensor.shape import Reshape, Shape
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 
-__all__ = ["AlikeSites", "alike_sites", "elements_at"]
+__all__ = ["AlikeSites", "elements_at"]
+
+
+class _Rebuilt(NamedTuple):
+    """A variable rebuilt at R elements: ``graph`` (R values, or 0-d when they are equal
+    by construction), and ``values`` (R,) when every one is a known constant."""
+
+    graph: Variable
+    values: np.ndarray | None
 
 
 class _Walk:
     """One rebuilding of graphs at given elements, with the records of what each element
-    reads (memoised by variable and indices: a graph's shared nodes are rebuilt once)."""
+    reads (memoised by variable and indices: a graph's shared nodes are rebuilt once).
+
+    An elementwise operation of constants is folded into its values: an element then
+    records the folded value (a change point's ``t < s``: one boolean) instead of its
+    inputs. A constant is recorded where it meets a variable."""
 
     def __init__(self) -> None:
         self.memo: dict = {}
         self.records: list[np.ndarray] = []
 
-    def at(self, var: Variable, idx: np.ndarray) -> Variable:
-        """``var`` at the multi-indices ``idx`` (R, var.ndim): a vector of R values, or a
-        0-d graph when every element has the same value by construction."""
+    def at(self, var: Variable, idx: np.ndarray) -> _Rebuilt:
+        """``var`` at the multi-indices ``idx`` (R, var.ndim)."""
         key = (id(var), idx.shape, idx.tobytes())
         if key not in self.memo:
-            self.memo[key] = self._at(var, idx)
+            self.memo[key] = (self._at(var, idx), var)  # var kept: its id is not reused
         return self.memo[key][0]
 
-    def _at(self, var: Variable, idx: np.ndarray) -> tuple[Variable, Variable]:
-        # the variable is kept in the memo entry so that its id is not reused
+    def top(self, var: Variable, idx: np.ndarray) -> Variable:
+        """``var`` at ``idx`` as the graph's result: its constant values are recorded."""
+        rebuilt = self.at(var, idx)
+        self._record(rebuilt)
+        return rebuilt.graph
+
+    def _record(self, rebuilt: _Rebuilt) -> None:
+        if rebuilt.values is not None:
+            self.records.append(rebuilt.values)
+
+    def _at(self, var: Variable, idx: np.ndarray) -> _Rebuilt:
         if isinstance(var, Constant):
-            return self._constant(var, idx), var
+            data = np.asarray(var.data)
+            return _constant(data[tuple(idx.T)] if data.ndim else np.full(len(idx), data),
+                             var.type.dtype)
         node = var.owner
         rebuilt = None
         if node is not None:
             rebuilt = self._through(node, node.outputs.index(var), idx)
-        return (self._opaque(var, idx) if rebuilt is None else rebuilt), var
+        return self._opaque(var, idx) if rebuilt is None else rebuilt
 
-    def _constant(self, var: Constant, idx: np.ndarray) -> Variable:
-        data = np.asarray(var.data)
-        values = data[tuple(idx.T)] if data.ndim else np.full(len(idx), data)
-        self.records.append(values)
-        if values.size and np.all(values == values[0]):
-            return pt.constant(values[0], dtype=var.type.dtype)
-        return pt.constant(values, dtype=var.type.dtype)
-
-    def _opaque(self, var: Variable, idx: np.ndarray) -> Variable:
+    def _opaque(self, var: Variable, idx: np.ndarray) -> _Rebuilt:
         if var.type.ndim == 0:
-            return var
+            return _Rebuilt(var, None)
         if len(idx) and np.all(idx == idx[0]):
-            return var[tuple(int(i) for i in idx[0])]
+            return _Rebuilt(var[tuple(int(i) for i in idx[0])], None)
         shape = var.type.shape
         if any(s is None for s in shape):
             flat = [idx[:, d] for d in range(idx.shape[1])]  # the positions themselves
             self.records.extend(flat)
         else:
             self.records.append(np.ravel_multi_index(tuple(idx.T), shape))
-        return var[tuple(pt.constant(idx[:, d]) for d in range(idx.shape[1]))]
+        return _Rebuilt(var[tuple(pt.constant(idx[:, d]) for d in range(idx.shape[1]))],
+                        None)
 
-    def _through(self, node, index: int, idx: np.ndarray) -> Variable | None:
+    def _through(self, node, index: int, idx: np.ndarray) -> _Rebuilt | None:
         op, out = node.op, node.outputs[index]
         if isinstance(op, Elemwise):
             inner = [_broadcast_index(inp, idx) for inp in node.inputs]
             if any(i is None for i in inner):
                 return None
             ins = [self.at(inp, i) for inp, i in zip(node.inputs, inner)]
-            return _apply_elementwise(op, ins, index)
+            if all(i.values is not None for i in ins):
+                folded = _fold(op, [i.values for i in ins], len(node.outputs), len(idx))
+                if folded is not None:
+                    return _constant(folded[index], out.type.dtype)
+            for rebuilt in ins:
+                self._record(rebuilt)
+            return _Rebuilt(_apply_elementwise(op, [i.graph for i in ins], index), None)
         if isinstance(op, DimShuffle):
             inner = np.zeros((len(idx), op.input_ndim), dtype=np.int64)
             for j, d in enumerate(op.new_order):
@@ -105,8 +130,8 @@ class _Walk:
             inner = _broadcast_index(value, idx[:, idx.shape[1] - value.type.ndim:])
             return None if inner is None else self.at(value, inner)
         if isinstance(op, Reshape):
-            src, dst = node.inputs[0].type.shape, out.type.shape
-            if any(s is None for s in (*src, *dst)):
+            src, dst = node.inputs[0].type.shape, _reshape_target(node)
+            if dst is None or any(s is None for s in src):
                 return None
             flat = np.ravel_multi_index(tuple(idx.T), dst) if dst else np.zeros(len(idx),
                                                                                  np.int64)
@@ -117,8 +142,32 @@ class _Walk:
             return None if inner is None else self.at(node.inputs[0], inner)
         if isinstance(op, CheckAndRaise) and index == 0:
             # the conditions are read whole, as in the original graph
-            return op(self.at(node.inputs[0], idx), *node.inputs[1:])
+            checked = self.at(node.inputs[0], idx)
+            self._record(checked)
+            return _Rebuilt(op(checked.graph, *node.inputs[1:]), None)
         return None
+
+
+def _constant(values: np.ndarray, dtype: str) -> _Rebuilt:
+    """Known values as a rebuilt constant (0-d when they are all equal)."""
+    values = np.asarray(values, dtype=dtype)
+    if values.size and np.all(values == values[0]):
+        return _Rebuilt(pt.constant(values[0], dtype=dtype), values)
+    return _Rebuilt(pt.constant(values, dtype=dtype), values)
+
+
+def _fold(op: Elemwise, values: Sequence[np.ndarray], n_out: int, size: int
+          ) -> list[np.ndarray] | None:
+    """The outputs of ``op`` on known inputs, computed as PyTensor computes them; None
+    where its implementation refuses them."""
+    node = op.make_node(*[pt.constant(v) for v in values])
+    storage: list[list] = [[None] for _ in range(n_out)]
+    try:
+        op.perform(node, [np.asarray(v) for v in values], storage)
+    except Exception:  # an operation without a NumPy implementation stays in the graph
+        return None
+    return [np.broadcast_to(np.asarray(s[0], dtype=o.type.dtype), (size,))
+            for s, o in zip(storage, node.outputs)]
 
 
 def _broadcast_index(inp: Variable, idx: np.ndarray) -> np.ndarray | None:
@@ -134,6 +183,54 @@ def _broadcast_index(inp: Variable, idx: np.ndarray) -> np.ndarray | None:
         if length == 1:
             inner[:, d] = 0
     return inner
+
+
+def _reshape_target(node) -> tuple[int, ...] | None:
+    """A ``Reshape``'s output shape: its static type, else its shape input folded to
+    constants (a vectorised graph reshapes to shapes read off its inputs)."""
+    shape = node.outputs[0].type.shape
+    if all(s is not None for s in shape):
+        return shape
+    src = node.inputs[0].type.shape
+    if any(s is None for s in src):
+        return None
+    target = _folded(node.inputs[1])
+    if target is None or len(target) != len(shape):
+        return None
+    dims = [int(d) for d in target]
+    size = int(np.prod(src, dtype=np.int64))
+    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    dims = [size // max(known, 1) if d == -1 else d for d in dims]
+    return tuple(dims) if int(np.prod(dims, dtype=np.int64)) == size else None
+
+
+def _folded(var: Variable, memo: dict | None = None) -> np.ndarray | None:
+    """The value of a small graph of constants and static shapes (a reshape's target),
+    computed as PyTensor computes it; None where it reads anything else."""
+    memo = {} if memo is None else memo
+    if var not in memo:
+        memo[var] = _fold_node(var, memo)
+    return memo[var]
+
+
+def _fold_node(var: Variable, memo: dict) -> np.ndarray | None:
+    if isinstance(var, Constant):
+        return np.asarray(var.data)
+    node = var.owner
+    if node is None:
+        return None
+    if isinstance(node.op, Shape):
+        shape = node.inputs[0].type.shape
+        return None if any(s is None for s in shape) else np.asarray(shape, dtype=np.int64)
+    inputs = [_folded(inp, memo) for inp in node.inputs]
+    if any(i is None for i in inputs):
+        return None
+    storage: list[list] = [[None] for _ in node.outputs]
+    try:
+        node.op.perform(node, inputs, storage)
+    except Exception:  # an operation without a NumPy implementation
+        return None
+    return np.asarray(storage[node.outputs.index(var)][0])
 
 
 def _subtensor_index(node, idx: np.ndarray) -> np.ndarray | None:
@@ -169,28 +266,31 @@ def _apply_elementwise(op: Elemwise, inputs: Sequence[Variable], index: int) -> 
 
 
 def elements_at(graph: Variable, elements: np.ndarray) -> tuple[Variable, list[np.ndarray]]:
-    """A vector graph evaluated only at some of its elements.
+    """A graph evaluated only at some of its elements.
 
     Parameters
     ----------
     graph : Variable
-        A vector (one dimension).
+        A tensor of static shape.
     elements : ndarray of int
-        The positions wanted.
+        The positions wanted: shape (R,) for a vector, (R, graph.ndim) multi-indices for
+        any graph.
 
     Returns
     -------
     Variable
-        ``graph[elements]``, computed from the inputs at those positions only where the
-        operations act element by element (a 0-d graph if the value is the same at
-        every position by construction).
+        ``graph`` at those elements (R values), computed from the inputs at those
+        positions only where the operations act element by element (a 0-d graph if the
+        value is the same at every position by construction).
     list of ndarray
-        Each of length ``len(elements)``: together, every element's record of what its
-        value depends on beside the parameters all elements share (module docstring).
+        Each of length R: together, every element's record of what its value depends on
+        beside the parameters all elements share (module docstring).
     """
     walk = _Walk()
-    idx = np.asarray(elements, dtype=np.int64)[:, None]
-    return walk.at(graph, idx), walk.records
+    idx = np.asarray(elements, dtype=np.int64)
+    if idx.ndim == 1:
+        idx = idx[:, None]
+    return walk.top(graph, idx), walk.records
 
 
 class AlikeSites:
@@ -204,53 +304,3 @@ class AlikeSites:
     def counts(self) -> np.ndarray:
         """(U,) float64: how many sites each kind stands for."""
         return np.bincount(self.kind, minlength=self.first.size).astype("float64")
-
-
-def alike_sites(graphs: Sequence[Sequence[Variable]], owners: Sequence[np.ndarray],
-                n: int) -> AlikeSites:
-    """Group the sites of a block whose terms are equal at every state and parameter.
-
-    Parameters
-    ----------
-    graphs : sequence of sequence of Variable
-        ``graphs[p][v]``: piece p (a vector) with the block at its v-th state.
-    owners : sequence of ndarray
-        ``owners[p]``: the site each element of piece p belongs to (-1: none).
-    n : int
-        Number of sites.
-
-    Returns
-    -------
-    AlikeSites
-    """
-    columns: list[list[np.ndarray]] = [[] for _ in range(n)]
-    for piece, own in zip(graphs, owners):
-        order = np.argsort(own, kind="stable")
-        own_sorted = own[order]
-        bounds = np.searchsorted(own_sorted, np.arange(n + 1))
-        for state in piece:
-            _, records = elements_at(state, np.arange(own.size))
-            codes = np.stack([_codes(r) for r in records], axis=1) if records else \
-                np.zeros((own.size, 0), dtype=np.int64)
-            codes = codes[order]
-            for site in range(n):
-                columns[site].append(codes[bounds[site]:bounds[site + 1]])
-    first_of: dict[bytes, int] = {}
-    first, kind = [], np.empty(n, dtype=np.int64)
-    for site in range(n):
-        key = b"|".join(c.tobytes() + bytes(str(c.shape), "ascii")
-                        for c in columns[site])
-        if key not in first_of:
-            first_of[key] = len(first)
-            first.append(site)
-        kind[site] = first_of[key]
-    return AlikeSites(np.asarray(first, dtype=np.int64), kind)
-
-
-def _codes(values: np.ndarray) -> np.ndarray:
-    """Integer codes, equal where the values are equal byte for byte (so -0.0 and 0.0,
-    which some operations tell apart, are two codes)."""
-    raw = np.ascontiguousarray(values)
-    as_bytes = raw.view(np.dtype((np.void, raw.dtype.itemsize))) if raw.ndim == 1 else raw
-    _, codes = np.unique(as_bytes, return_inverse=True)
-    return codes.astype(np.int64).ravel()

@@ -34,8 +34,16 @@ from pymc_discrete.pymc.model.terms import (
     states_as_constants,
     without_checks,
 )
-from pymc_discrete.pymc.summing.alike_sites import AlikeSites, alike_sites, elements_at
+from pymc_discrete.pymc.summing.alike_sites import AlikeSites
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
+from pymc_discrete.pymc.summing.distinct_terms import (
+    PieceAtStates,
+    distinct_checks,
+    kind_sums,
+    piece_codes,
+    sites_by_codes,
+    worth_codes,
+)
 
 __all__ = ["SiteSums", "marginal_log_density", "marginal_logp_dlogp",
            "site_sums", "site_sums_graph", "summed_out"]
@@ -141,17 +149,19 @@ def site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRa
                                                     _state(value_vars, point, values[v])))
                 for v in range(k)]
         batched = [pt.stack([row[i] for row in rows]) for i in range(len(rows[0]))]
-        held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
-        alike = alike_sites([[row[p] for row in rows] for p in range(len(pieces))], owns, n)
-        if alike.first.size < n:  # sites alike: each kind's terms once
-            per_kind, loose_total = _kind_sums(rows, owns, alike, k)
-            return SiteSums(per_kind.T, alike, loose_total, held)
+        at_states = [PieceAtStates(k, size, rows=[row[p] for row in rows])
+                     for p, size in enumerate(sizes)]
     else:
         # many values (a switch point over 111 years, a window of counts): one vectorised
         # graph, K copies would take minutes to compile
         batched = vectorize_graph([*unchecked, *helds],
                                   replace=states_as_constants(value_vars, point, values))
-        held = pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
+        at_states = [PieceAtStates(k, size, batched=batched[p])
+                     for p, size in enumerate(sizes)]
+    held = distinct_checks(pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]])))
+    distinct = _distinct_sums(at_states, owns, n, k)
+    if distinct is not None:
+        return SiteSums(distinct[0].T, distinct[1], distinct[2], held)
     per_site, loose_total = pt.zeros((k, n), dtype="float64"), pt.constant(0.0)
     for batch, own in zip(batched[:len(pieces)], owns):
         per_site = per_site + _sum_by_site(batch, own, n, k)
@@ -199,25 +209,24 @@ def _single_value_gathers(graphs: list[Variable]) -> list[Variable]:
     return graph_replace(graphs, replace, strict=False) if replace else graphs
 
 
-def _kind_sums(rows: Sequence[Sequence[Variable]], owns: Sequence[np.ndarray],
-               alike: AlikeSites, k: int) -> tuple[Variable, Variable]:
-    """(K, U) sums of the first site of every kind at each state, from the pieces
-    evaluated at those sites' elements only, and the terms no site moves."""
-    rank = np.full(alike.kind.size, -1, dtype=np.int64)
-    rank[alike.first] = np.arange(alike.first.size)
-    per_kind, loose_total = pt.zeros((k, alike.first.size), dtype="float64"), 0.0
-    for p, own in enumerate(owns):
-        kind = np.where(own >= 0, rank[np.maximum(own, 0)], -1)
-        chosen = np.flatnonzero(kind >= 0)
-        chosen = chosen[np.argsort(kind[chosen], kind="stable")]  # a kind's elements in order
-        batch = pt.stack([pt.broadcast_to(elements_at(row[p], chosen)[0], (chosen.size,))
-                          for row in rows])
-        per_kind = per_kind + _sum_by_site(batch, kind[chosen], alike.first.size, k)
-        loose = np.flatnonzero(own < 0)
-        if loose.size:
-            loose_total = loose_total + pt.broadcast_to(
-                elements_at(rows[0][p], loose)[0], (loose.size,)).sum()
-    return per_kind, pt.as_tensor(loose_total, dtype="float64")
+def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray], n: int,
+                   k: int) -> tuple[Variable, AlikeSites | None, Variable] | None:
+    """(K, U) sums of the first site of every kind, the kinds (None: every site its own,
+    in order) and the terms no site moves, each piece's terms evaluated once per distinct
+    term where that halves them (:mod:`~pymc_discrete.pymc.summing.distinct_terms`); None
+    where neither alike sites nor repeated terms save anything."""
+    codes = [piece_codes(piece) for piece in at_states]
+    if any(code is None for code in codes):
+        return None
+    alike = sites_by_codes(codes, owns, n)
+    worth = [worth_codes(code, own, alike, k) for code, own in zip(codes, owns)]
+    if alike.first.size == n and not any(worth):
+        return None
+    per_kind, loose = pt.zeros((k, alike.first.size), dtype="float64"), pt.constant(0.0)
+    for piece, code, own, use in zip(at_states, codes, owns, worth):
+        sums, outside = kind_sums(piece, code if use else None, own, alike, k)
+        per_kind, loose = per_kind + sums, loose + outside
+    return per_kind, (alike if alike.first.size < n else None), loose
 
 
 def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,

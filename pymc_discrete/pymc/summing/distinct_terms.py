@@ -1,0 +1,242 @@
+"""A summed block's terms evaluated once per distinct term, and its sites grouped by kind.
+
+Summing a block out needs every site's terms at every value of the site: K x (size of
+the terms) evaluations a gradient. Most of them repeat. An occupancy model's detection
+terms are ``Bernoulli(y | z p)``: at every state and visit, one of four values, ``(y, z)``
+in {0, 1}^2, the sufficient statistics a hand-written marginal uses. A change point's
+Poisson terms at 111 switch years are, year by year, one of ``(count, t >= s)``: a few
+dozen values, not 12,321.
+
+:func:`~pymc_discrete.pymc.summing.alike_sites.elements_at` records what each (state,
+element) pair reads, folding the constants (the state is one) through the elementwise
+operations; pairs with equal records have equal terms at every parameter. Here each piece
+of the terms gets a code per pair (:func:`piece_codes`); sites whose codes agree, state by
+state as multisets, have equal sums (:func:`sites_by_codes`); and :func:`kind_sums`
+evaluates the terms once per distinct code used and adds them up by a gather with
+multiplicities: ``sums[v, u] = sum_c count[v, u, c] * term[c]``.
+
+Imports: PyTensor and NumPy, and :mod:`~pymc_discrete.pymc.summing.alike_sites`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import toposort
+from pytensor.tensor.math import All
+
+from pymc_discrete.pymc.summing.alike_sites import AlikeSites, elements_at
+
+__all__ = ["PieceAtStates", "distinct_checks", "kind_sums", "piece_codes", "sites_by_codes",
+           "worth_codes", "WALK_MAX"]
+
+#: (state, element) pairs a piece is walked at, at most (the walk is NumPy work per pair)
+WALK_MAX = 2_000_000
+
+
+class PieceAtStates:
+    """One piece of the block's terms (a vector of ``size`` elements) at K states: K
+    vector graphs (``rows``) or one (K, size) graph (``batched``)."""
+
+    def __init__(self, k: int, size: int, rows: Sequence[Variable] | None = None,
+                 batched: Variable | None = None) -> None:
+        self.k, self.size, self.rows, self.batched = k, size, rows, batched
+
+    def records(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per group of pairs that share a graph: (pairs (R, 2) as (state, element),
+        their records (R, m) as integer codes)."""
+        elements = np.arange(self.size)
+        if self.rows is not None:
+            groups = []
+            for v, row in enumerate(self.rows):
+                _, records = elements_at(row, elements)
+                pairs = np.stack([np.full(self.size, v), elements], axis=1)
+                groups.append((pairs, _record_matrix(records, self.size)))
+            return groups
+        pairs = np.stack(np.meshgrid(np.arange(self.k), elements, indexing="ij"),
+                         axis=-1).reshape(-1, 2)
+        _, records = elements_at(self.batched, pairs)
+        return [(pairs, _record_matrix(records, len(pairs)))]
+
+    def evaluate(self, pairs: np.ndarray) -> Variable:
+        """The terms at ``pairs`` (R, 2), in that order: a vector of R values."""
+        if self.rows is None:
+            return pt.broadcast_to(elements_at(self.batched, pairs)[0], (len(pairs),))
+        order = np.argsort(pairs[:, 0], kind="stable")
+        parts = []
+        for v in np.unique(pairs[:, 0]):
+            chosen = order[pairs[order, 0] == v]
+            parts.append(pt.broadcast_to(elements_at(self.rows[v], pairs[chosen, 1])[0],
+                                         (chosen.size,)))
+        joined = parts[0] if len(parts) == 1 else pt.concatenate(parts)
+        back = np.empty_like(order)
+        back[order] = np.arange(order.size)
+        return joined if np.array_equal(order, np.arange(order.size)) else joined[back]
+
+
+def _record_matrix(records: list[np.ndarray], r: int) -> np.ndarray:
+    """(R, m) integer codes, one column per record (equal where the values are equal
+    byte for byte: -0.0 and 0.0, which some operations tell apart, are two codes)."""
+    columns = []
+    for values in records:
+        raw = np.ascontiguousarray(values)
+        as_bytes = raw.view(np.dtype((np.void, raw.dtype.itemsize)))
+        columns.append(np.unique(as_bytes, return_inverse=True)[1].ravel())
+    return np.stack(columns, axis=1) if columns else np.zeros((r, 0), dtype=np.int64)
+
+
+def piece_codes(piece: PieceAtStates) -> np.ndarray | None:
+    """(K, size) codes of a piece's terms: equal codes, equal terms at every parameter;
+    None where the piece has too many pairs to walk."""
+    if piece.k * piece.size > WALK_MAX:
+        return None
+    codes = np.empty((piece.k, piece.size), dtype=np.int64)
+    offset = 0
+    for pairs, matrix in piece.records():
+        # pairs of different graphs never share a code
+        _, inverse = np.unique(matrix, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        codes[pairs[:, 0], pairs[:, 1]] = inverse + offset
+        offset += int(inverse.max(initial=-1)) + 1
+    return codes
+
+
+def sites_by_codes(codes: Sequence[np.ndarray], owners: Sequence[np.ndarray],
+                   n: int) -> AlikeSites:
+    """Group the sites whose terms have, piece by piece and state by state, the same
+    codes (as multisets): their sums are equal at every state and parameter."""
+    keys: list[list[bytes]] = [[] for _ in range(n)]
+    for code, own in zip(codes, owners):
+        order = np.argsort(own, kind="stable")
+        bounds = np.searchsorted(own[order], np.arange(n + 1))
+        for site in range(n):
+            block = np.sort(code[:, order[bounds[site]:bounds[site + 1]]], axis=1)
+            keys[site].append(block.tobytes() + bytes(str(block.shape), "ascii"))
+    first_of: dict[bytes, int] = {}
+    first, kind = [], np.empty(n, dtype=np.int64)
+    for site in range(n):
+        key = b"|".join(keys[site])
+        if key not in first_of:
+            first_of[key] = len(first)
+            first.append(site)
+        kind[site] = first_of[key]
+    return AlikeSites(np.asarray(first, dtype=np.int64), kind)
+
+
+def _used_pairs(own: np.ndarray, alike: AlikeSites, k: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs (P, 2), row (P,)): the (state, element) pairs the sums read, every
+    element of a kind's first site at every state (row ``state * U + kind``), and every
+    element no site moves at state 0 (row -1)."""
+    rank = np.full(alike.kind.size, -1, dtype=np.int64)
+    rank[alike.first] = np.arange(alike.first.size)
+    kind = np.where(own >= 0, rank[np.maximum(own, 0)], -1)
+    chosen = np.flatnonzero(kind >= 0)
+    loose = np.flatnonzero(own < 0)
+    states = np.repeat(np.arange(k), chosen.size)
+    pairs = np.concatenate([np.stack([states, np.tile(chosen, k)], axis=1),
+                            np.stack([np.zeros_like(loose), loose], axis=1)])
+    rows = np.concatenate([states * alike.first.size + np.tile(kind[chosen], k),
+                           np.full(loose.size, -1)])
+    return pairs.astype(np.int64), rows
+
+
+def worth_codes(code: np.ndarray, own: np.ndarray, alike: AlikeSites, k: int) -> bool:
+    """Whether summing by distinct terms at least halves the work: each sum (a kind at a
+    state) then reads every distinct term once with its multiplicity, and the sums
+    read at most half as many terms as pairs. An occupancy model's visits (one of two
+    terms a site and state, five visits) and a change point's years qualify; an
+    N-mixture model's counts (every visit of a site its own count) do not: there a
+    gather would cost as much as the terms, which are cheap where the counts are
+    constants."""
+    pairs, rows = _used_pairs(own, alike, k)
+    used = code[pairs[:, 0], pairs[:, 1]]
+    entries = np.unique(np.stack([rows, used], axis=1), axis=0).shape[0]
+    return 2 * entries <= len(pairs)
+
+
+def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
+              alike: AlikeSites, k: int) -> tuple[Variable, Variable]:
+    """One piece's (K, U) sums of the first site of every kind at each state, and the
+    sum of its terms no site moves.
+
+    With ``code`` (:func:`piece_codes`), the terms are evaluated once per distinct code
+    the sums read and gathered with their multiplicities; without it, once per pair.
+    """
+    u = alike.first.size
+    pairs, rows = _used_pairs(own, alike, k)
+    if code is None:
+        terms = piece.evaluate(pairs)
+        term_of = np.arange(len(pairs))
+    else:
+        used = code[pairs[:, 0], pairs[:, 1]]
+        distinct, first_pair, term_of = np.unique(used, return_index=True,
+                                                  return_inverse=True)
+        terms = piece.evaluate(pairs[first_pair])
+        term_of = term_of.ravel()
+    # every row's distinct terms with their multiplicities, padded with an extra 0.0
+    # term (a 0 weight on a -inf term would be NaN)
+    n_terms = int(term_of.max(initial=-1)) + 1
+    padded = pt.concatenate([terms, pt.zeros((1,), dtype="float64")])
+    n_rows = k * u + 1  # the last collects the terms no site moves
+    row_of = np.where(rows < 0, n_rows - 1, rows)
+    key = row_of * (n_terms + 1) + term_of
+    unique_keys, multiplicity = np.unique(key, return_counts=True)
+    key_row, key_term = np.divmod(unique_keys, n_terms + 1)  # sorted by row
+    slot = np.arange(key_row.size) - np.searchsorted(key_row, key_row)
+    width = max(int(slot.max(initial=0)) + 1, 1)
+    index = np.full((n_rows, width), n_terms, dtype=np.int64)
+    weight = np.zeros((n_rows, width), dtype="float64")
+    index[key_row, slot] = key_term
+    weight[key_row, slot] = multiplicity
+    # one flat gather (its gradient a one-dimensional scatter, compiled in C)
+    sums = (padded[index.ravel()].reshape(index.shape) * weight).sum(axis=1)
+    return sums[:-1].reshape((k, u)), sums[-1]
+
+
+def distinct_checks(held: Variable) -> Variable:
+    """``held`` (a boolean graph) with every ``all`` over a condition of many elements
+    reduced over its distinct elements only: the parameter checks of a vectorised block
+    (a change point's ``rate >= 0`` at 111 years x 111 states is two distinct
+    conditions, ``early >= 0`` and ``late >= 0``)."""
+    replace = {}
+    for node in toposort([held]):
+        if not isinstance(node.op, All):
+            continue
+        cond = node.inputs[0]
+        shape = cond.type.shape
+        if any(d is None for d in shape) or not shape:
+            continue
+        size = int(np.prod(shape, dtype=np.int64))
+        if size < 16 or size > WALK_MAX:
+            continue
+        axes = tuple(range(len(shape))) if node.op.axis is None else tuple(node.op.axis)
+        kept = [d for d in range(len(shape)) if d not in axes]
+        idx = np.stack(np.unravel_index(np.arange(size), shape), axis=1)
+        # the output element each condition element reduces into
+        group = (np.ravel_multi_index(tuple(idx[:, kept].T), [shape[d] for d in kept])
+                 if kept else np.zeros(size, dtype=np.int64))
+        _, records = elements_at(cond, idx)
+        matrix = np.concatenate([group[:, None], _record_matrix(records, size)], axis=1)
+        _, reps = np.unique(matrix, axis=0, return_index=True)
+        if 2 * reps.size > size:
+            continue
+        rebuilt = elements_at(cond, idx[reps])[0]
+        out = node.outputs[0]
+        if not kept:  # a reduction to a scalar
+            replace[out] = pt.all(rebuilt)
+            continue
+        values = pt.broadcast_to(rebuilt, (reps.size,))
+        n_out = int(np.prod(out.type.shape, dtype=np.int64))
+        rep_group = group[reps]  # sorted by group: np.unique sorts rows
+        slot = np.arange(reps.size) - np.searchsorted(rep_group, rep_group)
+        index = np.full((n_out, int(slot.max()) + 1), reps.size, dtype=np.int64)
+        index[rep_group, slot] = np.arange(reps.size)
+        padded = pt.concatenate([pt.cast(values, "bool"), pt.ones((1,), dtype="bool")])
+        reduced = pt.all(padded[index.ravel()].reshape(index.shape), axis=1)
+        replace[out] = reduced.reshape(out.type.shape)
+    return graph_replace(held, replace, strict=False) if replace else held
