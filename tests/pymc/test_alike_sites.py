@@ -117,3 +117,43 @@ def test_summed_density_with_alike_sites_equals_the_enumerated_sum():
         point = {k: v + rng.normal(0.0, 0.7, np.shape(v)) for k, v in start.items()}
         exact = logsumexp([original({**point, "z": z}) for z in states])
         assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+
+
+def _stacked_graph():
+    """A vector graph through the operations that stack and reduce: a ``MakeVector`` of
+    constants and scalars (one variable per site), a ``Join`` of a parameter's row and
+    constants, and sums and maxima along an axis."""
+    theta = pt.vector("theta", shape=(4,))
+    scale = pt.scalar("scale")
+    sites = pt.stack([pt.constant(1.0), scale, pt.constant(1.0), scale * 2.0,
+                      pt.constant(0.5), pt.constant(1.0)])  # MakeVector: (6,)
+    data = pt.constant(DATA)  # (6, 4)
+    joined = pt.join(1, data, pt.broadcast_to(theta[None, :], (6, 4)))  # (6, 8)
+    by_row = (joined * sites[:, None]).sum(axis=1)  # (6,)
+    top = pt.max(pt.join(0, data, data + 1.0), axis=0)  # (4,): a reduction of constants
+    return pt.join(0, by_row, pt.exp(top * scale), pt.log1p(sites ** 2)), [theta, scale]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stacked_and_reduced_graphs_rebuild_exactly(seed):
+    graph, inputs = _stacked_graph()
+    rng = np.random.default_rng(seed)
+    elements = rng.choice(16, size=10, replace=False)
+    part, records = elements_at(graph, elements)
+    assert all(r.shape == (elements.size,) for r in records)
+    whole = pytensor.function(inputs, graph)
+    rebuilt = pytensor.function(inputs, pt.broadcast_to(part, (elements.size,)))
+    for _ in range(3):
+        theta, scale = rng.normal(size=4), rng.normal()
+        np.testing.assert_allclose(rebuilt(theta, scale), whole(theta, scale)[elements],
+                                   rtol=1e-15, atol=0)
+    # elements with equal records are equal at any parameters: rows 0, 2 and 5 of the
+    # data are equal and read equal constants of the stack; rows 1 and 3 read the scale
+    _, records = elements_at(graph, np.arange(16))
+    keys = [tuple(r[e] for r in records) for e in range(16)]
+    assert keys[0] == keys[2] == keys[5] and keys[1] != keys[3]
+    values = [whole(rng.normal(size=4), rng.normal()) for _ in range(3)]
+    for a in range(16):
+        for b in range(a + 1, 16):
+            if keys[a] == keys[b]:
+                assert all(v[a] == v[b] for v in values)

@@ -9,8 +9,9 @@ module gives it the two tools.
 
 :func:`elements_at` rebuilds a graph at a chosen subset of its elements, walking down
 through the operations that act element by element (``Elemwise``, ``DimShuffle``,
-``Alloc``, ``Reshape`` and constant ``Subtensor`` slices, parameter checks) and mapping
-each element's index to the indices of the inputs it reads. Constants are gathered at
+``Alloc``, ``Reshape`` and constant ``Subtensor`` slices, parameter checks), the ones that
+stack (``MakeVector``, ``Join``: scalar variables one per site) and reductions along
+axes, mapping each element's index to the indices of the inputs it reads. Constants are gathered at
 those indices when the graph is built, and an elementwise operation of constants only is
 folded into its values (a change point's ``t >= s``, with the state a constant, becomes
 one boolean an element); any other variable is read at the indices by an index in the
@@ -34,13 +35,13 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.raise_op import CheckAndRaise
-from pytensor.tensor.basic import Alloc, get_scalar_constant_value
-from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.basic import Alloc, Join, MakeVector, get_scalar_constant_value
+from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.shape import Reshape, Shape
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 
-__all__ = ["AlikeSites", "elements_at"]
+__all__ = ["AlikeSites", "elements_at", "record_codes"]
 
 
 class _Rebuilt(NamedTuple):
@@ -140,12 +141,131 @@ class _Walk:
         if isinstance(op, Subtensor):
             inner = _subtensor_index(node, idx)
             return None if inner is None else self.at(node.inputs[0], inner)
+        if isinstance(op, CAReduce):
+            return self._reduced(node, idx)
+        if isinstance(op, MakeVector | Join):
+            return self._joined(node, idx)
         if isinstance(op, CheckAndRaise) and index == 0:
             # the conditions are read whole, as in the original graph
             checked = self.at(node.inputs[0], idx)
             self._record(checked)
             return _Rebuilt(op(checked.graph, *node.inputs[1:]), None)
         return None
+
+
+    def _reduced(self, node, idx: np.ndarray) -> _Rebuilt | None:
+        """A reduction (``sum``, ``all``, ``max``, ... along some axes): each element
+        reduces its L inputs, rebuilt by a walk of their own whose records, L per
+        element, join this walk's."""
+        shape = node.inputs[0].type.shape
+        if any(d is None for d in shape):
+            return None
+        axes = tuple(range(len(shape))) if node.op.axis is None else tuple(node.op.axis)
+        kept = [d for d in range(len(shape)) if d not in axes]
+        reduced = [np.arange(shape[d]) for d in axes]
+        combos = (np.stack(np.meshgrid(*reduced, indexing="ij"), axis=-1).reshape(-1, len(axes))
+                  if axes else np.zeros((1, 0), dtype=np.int64))
+        width = len(combos)
+        inner = np.zeros((len(idx), width, len(shape)), dtype=np.int64)
+        inner[:, :, kept] = idx[:, None, :]
+        inner[:, :, list(axes)] = combos[None, :, :]
+        walk = _Walk()
+        part = walk.at(node.inputs[0], inner.reshape(-1, len(shape)))
+        walk._record(part)
+        for record in walk.records:  # L columns an element
+            self.records.extend(np.asarray(record).reshape(len(idx), width).T)
+        values = (None if part.values is None
+                  else np.asarray(part.values).reshape(len(idx), width))
+        graph = pt.broadcast_to(part.graph, (len(idx) * width,)).reshape((len(idx), width))
+        op = node.op.clone(axis=(1,))  # the same reduction, along each element's inputs
+        out = node.outputs[0]
+        if values is not None:
+            folded = _fold_reduce(op, values, out.type.dtype)
+            if folded is not None:
+                return _constant(folded, out.type.dtype)
+        return _Rebuilt(pt.cast(op(graph), out.type.dtype), None)
+
+    def _joined(self, node, idx: np.ndarray) -> _Rebuilt | None:
+        """A vector of scalars (``MakeVector``) or a ``Join``: each part rebuilt at the
+        elements it holds; known constants folded (one variable per site stacked, at a
+        state of the block), other parts rebuilt by walks of their own, an element's
+        record then its part and its code in that walk."""
+        out = node.outputs[0]
+        if isinstance(node.op, MakeVector):
+            axis, parts = 0, [(p, 1) for p in node.inputs]
+        else:  # the axis is the operation's own (PyTensor 3)
+            axis = int(node.op.axis) % out.type.ndim
+            parts = [(p, p.type.shape[axis]) for p in node.inputs]
+        if any(length is None for _, length in parts):
+            return None
+        ends = np.cumsum([length for _, length in parts])
+        which = np.searchsorted(ends, idx[:, axis], side="right")
+        rebuilt: dict[int, tuple[_Rebuilt, list[np.ndarray]]] = {}
+        for j in np.unique(which):
+            part, length = parts[j]
+            inner = idx[which == j].copy()
+            inner[:, axis] -= ends[j] - length
+            inner = inner[:, :0] if isinstance(node.op, MakeVector) else \
+                _broadcast_index(part, inner)
+            if inner is None:
+                return None
+            walk = _Walk()
+            got = walk.at(part, inner)
+            walk._record(got)
+            rebuilt[int(j)] = (got, walk.records)
+        if all(got.values is not None for got, _ in rebuilt.values()):
+            values = np.empty(len(idx), dtype=out.type.dtype)
+            for j, (got, _) in rebuilt.items():
+                values[which == j] = got.values
+            return _constant(values, out.type.dtype)
+        # an element's record: a constant's value (whatever part holds it), or the
+        # part it reads and its code in that part's walk
+        part_of = which.copy()
+        code = np.zeros(len(idx), dtype=np.int64)
+        value = np.zeros(len(idx), dtype=out.type.dtype)
+        pieces, order = [], []
+        for j, (got, records) in rebuilt.items():
+            chosen = np.flatnonzero(which == j)
+            if got.values is not None:
+                part_of[chosen], value[chosen] = -1, got.values
+            else:
+                code[chosen] = record_codes(records, chosen.size)
+            pieces.append(pt.broadcast_to(pt.cast(got.graph, out.type.dtype),
+                                          (chosen.size,)))
+            order.append(chosen)
+        self.records.extend([part_of, code, value])
+        joined = pieces[0] if len(pieces) == 1 else pt.concatenate(pieces)
+        order = np.concatenate(order)
+        if np.array_equal(order, np.arange(len(idx))):
+            return _Rebuilt(joined, None)
+        back = np.empty_like(order)
+        back[order] = np.arange(order.size)
+        return _Rebuilt(joined[back], None)
+
+
+def record_codes(records: Sequence[np.ndarray], r: int) -> np.ndarray:
+    """(R,) integer codes of R elements' records: equal codes, equal records (values
+    compared byte for byte: -0.0 and 0.0, which some operations tell apart, differ)."""
+    columns = []
+    for values in records:
+        raw = np.ascontiguousarray(values)
+        as_bytes = raw.view(np.dtype((np.void, raw.dtype.itemsize)))
+        columns.append(np.unique(as_bytes, return_inverse=True)[1].ravel())
+    if not columns:
+        return np.zeros(r, dtype=np.int64)
+    return np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)[1].ravel()
+
+
+def _fold_reduce(op, values: np.ndarray, dtype: str) -> np.ndarray | None:
+    """``op`` (a reduction along axis 1) of known (R, L) values, as PyTensor computes
+    it; None where its implementation refuses them."""
+    node = op.make_node(pt.constant(values))
+    storage: list[list] = [[None]]
+    try:
+        op.perform(node, [values], storage)
+    except Exception:  # an operation without a NumPy implementation stays in the graph
+        return None
+    return np.asarray(storage[0][0], dtype=dtype)
 
 
 def _constant(values: np.ndarray, dtype: str) -> _Rebuilt:

@@ -29,7 +29,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import toposort
 from pytensor.tensor.math import All
 
-from pymc_discrete.pymc.summing.alike_sites import AlikeSites, elements_at
+from pymc_discrete.pymc.summing.alike_sites import AlikeSites, elements_at, record_codes
 
 __all__ = ["PieceAtStates", "distinct_checks", "kind_sums", "piece_codes", "sites_by_codes",
            "worth_codes", "WALK_MAX"]
@@ -48,19 +48,19 @@ class PieceAtStates:
 
     def records(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per group of pairs that share a graph: (pairs (R, 2) as (state, element),
-        their records (R, m) as integer codes)."""
+        the codes (R,) of their records)."""
         elements = np.arange(self.size)
         if self.rows is not None:
             groups = []
             for v, row in enumerate(self.rows):
                 _, records = elements_at(row, elements)
                 pairs = np.stack([np.full(self.size, v), elements], axis=1)
-                groups.append((pairs, _record_matrix(records, self.size)))
+                groups.append((pairs, record_codes(records, self.size)))
             return groups
         pairs = np.stack(np.meshgrid(np.arange(self.k), elements, indexing="ij"),
                          axis=-1).reshape(-1, 2)
         _, records = elements_at(self.batched, pairs)
-        return [(pairs, _record_matrix(records, len(pairs)))]
+        return [(pairs, record_codes(records, len(pairs)))]
 
     def evaluate(self, pairs: np.ndarray) -> Variable:
         """The terms at ``pairs`` (R, 2), in that order: a vector of R values."""
@@ -78,17 +78,6 @@ class PieceAtStates:
         return joined if np.array_equal(order, np.arange(order.size)) else joined[back]
 
 
-def _record_matrix(records: list[np.ndarray], r: int) -> np.ndarray:
-    """(R, m) integer codes, one column per record (equal where the values are equal
-    byte for byte: -0.0 and 0.0, which some operations tell apart, are two codes)."""
-    columns = []
-    for values in records:
-        raw = np.ascontiguousarray(values)
-        as_bytes = raw.view(np.dtype((np.void, raw.dtype.itemsize)))
-        columns.append(np.unique(as_bytes, return_inverse=True)[1].ravel())
-    return np.stack(columns, axis=1) if columns else np.zeros((r, 0), dtype=np.int64)
-
-
 def piece_codes(piece: PieceAtStates) -> np.ndarray | None:
     """(K, size) codes of a piece's terms: equal codes, equal terms at every parameter;
     None where the piece has too many pairs to walk."""
@@ -98,10 +87,8 @@ def piece_codes(piece: PieceAtStates) -> np.ndarray | None:
     offset = 0
     for pairs, matrix in piece.records():
         # pairs of different graphs never share a code
-        _, inverse = np.unique(matrix, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
-        codes[pairs[:, 0], pairs[:, 1]] = inverse + offset
-        offset += int(inverse.max(initial=-1)) + 1
+        codes[pairs[:, 0], pairs[:, 1]] = matrix + offset
+        offset += int(matrix.max(initial=-1)) + 1
     return codes
 
 
@@ -221,7 +208,7 @@ def distinct_checks(held: Variable) -> Variable:
         group = (np.ravel_multi_index(tuple(idx[:, kept].T), [shape[d] for d in kept])
                  if kept else np.zeros(size, dtype=np.int64))
         _, records = elements_at(cond, idx)
-        matrix = np.concatenate([group[:, None], _record_matrix(records, size)], axis=1)
+        matrix = np.stack([group, record_codes(records, size)], axis=1)
         _, reps = np.unique(matrix, axis=0, return_index=True)
         if 2 * reps.size > size:
             continue

@@ -18,7 +18,8 @@ import pytensor.tensor as pt
 from pymc.model.transform.conditioning import remove_value_transforms
 from pymc.pytensorf import make_shared_replacements
 from pymc.step_methods.compound import Competence
-from pytensor.graph.basic import Variable
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.pymc.model.counts import CountWindow, count_exact_ratios, is_count
@@ -144,7 +145,7 @@ def summed_block(model, count_width: int | None = None) -> SummedBlock:
         is a latent count, a continuous variable's prior reads them, ...), saying why.
     """
     with without_initial_values(model):
-        plain = remove_value_transforms(model)
+        plain = in_model_order(remove_value_transforms(model), model)
     discrete = [rv for rv in plain.free_RVs if _is_discrete(rv)]
     if not discrete:
         raise NotCollapsible("the model has no discrete variables to sum out")
@@ -288,8 +289,8 @@ def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> 
         start += size
         if name not in readers:
             continue
-        data_size = int(np.size(point.get(name, plain.rvs_to_values[plain.named_vars[name]]
-                                          .eval())))
+        data_size = (int(np.size(point[name])) if name in point
+                     else _data_size(plain.rvs_to_values[plain.named_vars[name]]))
         if name in layout or size != data_size:
             return None  # an observed variable in several pieces: no element layout
         layout[name] = own
@@ -305,11 +306,35 @@ def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> 
     return carriers
 
 
+def _data_size(data: Variable) -> int:
+    """Number of elements of an observed variable's data (constant or shared: read, not
+    compiled; one variable per site has hundreds)."""
+    if isinstance(data, Constant):
+        return int(np.size(data.data))
+    if isinstance(data, SharedVariable):
+        return int(np.size(data.get_value(borrow=True)))
+    return int(np.size(data.eval()))
+
+
 def logsumexp_rows(per_site: Variable) -> Variable:
     top = pt.max(per_site, axis=1)
     top = pt.switch(pt.isinf(top), 0.0, top)  # a row of -inf sums to -inf, not NaN
     return pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
 
+
+
+def in_model_order(copy, model):
+    """``copy`` (a copy of ``model``) with its variables listed in the model's order.
+
+    PyMC's copies list them in another order (``remove_value_transforms`` reverses the
+    free variables), and the order of the variables is the order of the block's terms:
+    the sums are built on the copy, their terms' sites read on the model. Written one
+    variable per site, the stacked terms of the sites would otherwise be owned by other
+    sites than they belong to."""
+    rank = {name: i for i, name in enumerate(model.named_vars)}
+    for listed in (copy.free_RVs, copy.observed_RVs, copy.potentials, copy.deterministics):
+        listed.sort(key=lambda var: rank.get(var.name, len(rank)))
+    return copy
 
 
 @contextmanager
