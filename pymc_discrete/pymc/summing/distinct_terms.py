@@ -146,6 +146,16 @@ def worth_codes(code: np.ndarray, own: np.ndarray, alike: AlikeSites, k: int) ->
     return 2 * entries <= len(pairs)
 
 
+def _by_row(rows: np.ndarray, entries: np.ndarray, n_rows: int, pad) -> np.ndarray:
+    """(n_rows, width) array of ``entries`` laid out by their ``rows`` (sorted), each row
+    padded with ``pad`` to the longest row's width (at least 1)."""
+    slot = np.arange(rows.size) - np.searchsorted(rows, rows)
+    width = max(int(slot.max(initial=0)) + 1, 1)
+    out = np.full((n_rows, width), pad, dtype=np.asarray(entries).dtype)
+    out[rows, slot] = entries
+    return out
+
+
 def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
               alike: AlikeSites, k: int) -> tuple[Variable, Variable]:
     """One piece's (K, U) sums of the first site of every kind at each state, and the
@@ -174,12 +184,8 @@ def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
     key = row_of * (n_terms + 1) + term_of
     unique_keys, multiplicity = np.unique(key, return_counts=True)
     key_row, key_term = np.divmod(unique_keys, n_terms + 1)  # sorted by row
-    slot = np.arange(key_row.size) - np.searchsorted(key_row, key_row)
-    width = max(int(slot.max(initial=0)) + 1, 1)
-    index = np.full((n_rows, width), n_terms, dtype=np.int64)
-    weight = np.zeros((n_rows, width), dtype="float64")
-    index[key_row, slot] = key_term
-    weight[key_row, slot] = multiplicity
+    index = _by_row(key_row, key_term, n_rows, n_terms)
+    weight = _by_row(key_row, multiplicity.astype("float64"), n_rows, 0.0)
     # one flat gather (its gradient a one-dimensional scatter, compiled in C)
     sums = (padded[index.ravel()].reshape(index.shape) * weight).sum(axis=1)
     return sums[:-1].reshape((k, u)), sums[-1]
@@ -220,9 +226,7 @@ def distinct_checks(held: Variable) -> Variable:
         values = pt.broadcast_to(rebuilt, (reps.size,))
         n_out = int(np.prod(out.type.shape, dtype=np.int64))
         rep_group = group[reps]  # sorted by group: np.unique sorts rows
-        slot = np.arange(reps.size) - np.searchsorted(rep_group, rep_group)
-        index = np.full((n_out, int(slot.max()) + 1), reps.size, dtype=np.int64)
-        index[rep_group, slot] = np.arange(reps.size)
+        index = _by_row(rep_group, np.arange(reps.size), n_out, reps.size)
         padded = pt.concatenate([pt.cast(values, "bool"), pt.ones((1,), dtype="bool")])
         reduced = pt.all(padded[index.ravel()].reshape(index.shape), axis=1)
         replace[out] = reduced.reshape(out.type.shape)

@@ -322,7 +322,6 @@ def logsumexp_rows(per_site: Variable) -> Variable:
     return pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
 
 
-
 def in_model_order(copy, model):
     """``copy`` (a copy of ``model``) with its variables listed in the model's order.
 
