@@ -244,3 +244,68 @@ def test_summed_out_per_variable_model_equals_the_enumerated_sum(kind):
         exact = logsumexp([original({**point, **dict(zip(names, state))})
                            for state in states])
         assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+
+
+def test_joined_block_inputs_are_pymcs():
+    """``join_block_inputs`` gives the joined vector PyMC's ``join_nonshared_inputs``
+    gives (its type) and the same values of every output, a scalar read as one element
+    instead of a reshaped slice."""
+    import pytensor
+    import pytensor.tensor as pt
+    from pymc.pytensorf import join_nonshared_inputs
+
+    from pymc_discrete.pymc.model.stacking import join_block_inputs
+
+    a, b = pt.lscalar("a"), pt.bvector("b")
+    c, d = pt.dmatrix("c"), pt.lscalar("d")
+    point = {"a": np.array(2), "b": np.array([1, 0, 1], np.int8),
+             "c": np.zeros((2, 2)), "d": np.array(5)}
+    outputs = [a * b.sum() + c.sum() + d, (b * d).astype("float64") + a]
+    s = pytensor.shared(np.float64(1.5))
+    for inputs, shared in (([a, b, c, d], {}), ([a, d], {c: s * pt.ones((2, 2))}),
+                           ([a, d], None)):
+        mine, joined = join_block_inputs(point, outputs, inputs, shared)
+        theirs, joined_pymc = join_nonshared_inputs(point, outputs, inputs, shared)
+        assert joined.type == joined_pymc.type
+        sizes = [np.size(point[v.name]) for v in inputs]
+        x = np.arange(1, sum(sizes) + 1).astype(joined.type.dtype)
+        rest = [v for v in (a, b, c, d) if v not in inputs and v not in (shared or {})]
+        values = [x, *[point[v.name] for v in rest]]
+        for m, t in zip(mine, theirs, strict=True):
+            ours = pytensor.function([joined, *rest], m, on_unused_input="ignore")
+            pymcs = pytensor.function([joined_pymc, *rest], t, on_unused_input="ignore")
+            np.testing.assert_array_equal(ours(*values), pymcs(*values))
+
+
+@pytest.mark.parametrize("kind", ["hmm", "occupancy"])
+def test_scalar_sites_are_mapped_as_pymc_maps_them(kind, registered, monkeypatch):
+    """The steps read and write a per-variable block in one pass
+    (:class:`~pymc_discrete.pymc.steps.scalar_point.ScalarSitesMapping`): the same draws,
+    to the bit, as with PyMC's own mappings, and the same dtypes and shapes."""
+    import pymc as pm
+
+    from pymc_discrete.pymc.steps import scalar_point
+    from pymc_discrete.pymc.steps.scalar_point import ScalarSitesMapping
+
+    layouts = []
+
+    def recorded(point, names):
+        layouts.append(scalar_layout(point, names))
+        return layouts[-1]
+
+    scalar_layout = scalar_point.scalar_layout
+    monkeypatch.setattr(scalar_point, "scalar_layout", recorded)
+
+    def run():
+        with per_variable(kind, 8):
+            return pm.sample(draws=40, tune=40, chains=1, cores=1, random_seed=5,
+                             progressbar=False, compute_convergence_checks=False)
+
+    fast = run()
+    assert any(layout is not None for layout in layouts)  # the one-pass mapping ran
+    monkeypatch.setattr(ScalarSitesMapping, "_scalar_sites", False)
+    pymcs = run()
+    for name in fast.posterior.data_vars:
+        np.testing.assert_array_equal(fast.posterior[name].values,
+                                      pymcs.posterior[name].values)
+        assert fast.posterior[name].dtype == pymcs.posterior[name].dtype

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import join_nonshared_inputs
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
 from pymc_discrete.kernels.first_class import FirstClassTarget
 from pymc_discrete.pymc.model.relaxation import relaxed_logp
 from pymc_discrete.pymc.model.reproducible import compile_function
+from pymc_discrete.pymc.model.stacking import join_block_inputs
 
 __all__ = [
     "CompiledExactRatios",
@@ -413,7 +413,7 @@ def compile_exact_logp(
     callable
         ``x (int64 vector of site indices) -> logp``.
     """
-    [logp], joined = join_nonshared_inputs(point, [model.logp()], list(value_vars), shared)
+    [logp], joined = join_block_inputs(point, [model.logp()], list(value_vars), shared)
     fn = compile_function([joined], logp, **(compile_kwargs or {}))
     fn.trust_input = True
     dtype = joined.type.dtype

@@ -18,7 +18,6 @@ import time
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import join_nonshared_inputs
 from pytensor.compile.mode import Mode
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import variable_depends_on
@@ -32,7 +31,7 @@ from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.setup_progress import SetupProgress
-from pymc_discrete.pymc.model.stacking import gather_joined_sites
+from pymc_discrete.pymc.model.stacking import gather_joined_sites, join_block_inputs
 from pymc_discrete.pymc.model.step_cost import exact_call
 from pymc_discrete.pymc.model.structure_reading import (
     MAX_BATCH_VALUES,
@@ -132,7 +131,7 @@ class ExactRatios(StructureReading):
                 pt.ones_like(piece, dtype="bool") if read
                 else pt.zeros_like(piece, dtype="bool")
                 for piece, read in zip(pieces, piece_reads, strict=True)])
-            [vector, reads, *joined_pieces], joined = join_nonshared_inputs(
+            [vector, reads, *joined_pieces], joined = join_block_inputs(
                 point, [vector, reads, *pieces], value_vars, shared)
             # stacked scalar variables (one variable per site) read as one gather
             vector, reads, *joined_pieces = gather_joined_sites(

@@ -31,7 +31,7 @@ from pytensor.tensor.shape import Reshape, SpecifyShape
 from pymc_discrete.pymc.model.local_terms import local_model_terms
 from pymc_discrete.pymc.model.stacking import stack_alike
 
-__all__ = ["BlockPieces", "block_pieces", "block_terms", "model_terms", "piece_sizes",
+__all__ = ["BlockPieces", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
            "read_block_pieces", "split_into_pieces", "stacked_model_logp",
            "states_as_constants", "without_checks"]
 
@@ -147,19 +147,34 @@ def model_terms(model) -> tuple[list[Variable], list[Variable]]:
     one variable at a time (:func:`~pymc_discrete.pymc.model.local_terms.local_model_terms`):
     PyMC's own builds every variable's term in one graph, in time that grows with the
     square of the number of variables on a model written one variable per site (31 s at
-    300 variables), and set-up reads the terms several times."""
+    300 variables), and set-up reads the terms several times. The terms are a fresh copy
+    for every caller (:func:`fresh_copy`)."""
+    rvs, terms = _cached_terms(model)
+    return rvs, fresh_copy(terms)
+
+
+def fresh_copy(outputs: Sequence[Variable]) -> list[Variable]:
+    """``outputs`` with every node between them and their inputs copied, as
+    ``model.logp`` gives fresh nodes at every call: measured, steps whose compiled
+    functions shared the terms' nodes drew other last bits in a process of their own
+    (cores=2) than in the process that built them. Built from the cached terms, a graph
+    is copied once it is final: on a model written one variable per site the stacked
+    graph is a few nodes where the terms are thousands."""
+    outputs = list(outputs)
+    inputs = list(graph_inputs(outputs))
+    copies = clone_get_equiv(inputs, outputs, copy_inputs=False, copy_orphans=False)
+    return [copies[output] for output in outputs]
+
+
+def _cached_terms(model) -> tuple[list[Variable], list[Variable]]:
+    """:func:`model_terms` without the copy: for graphs built from the terms and then
+    copied with :func:`fresh_copy`."""
     names = tuple(model.named_vars)
     cached = _TERMS.get(model)
     if cached is None or cached[0] != names:
         cached = (names, _build_terms(model))
         _TERMS[model] = cached
-    # a fresh copy for every caller, as model.logp gives: measured, steps whose compiled
-    # functions shared the terms' nodes drew other last bits in a process of their own
-    # (cores=2) than in the process that built them
-    rvs, terms = cached[1]
-    inputs = list(graph_inputs(terms))
-    copies = clone_get_equiv(inputs, terms, copy_inputs=False, copy_orphans=False)
-    return rvs, [copies[term] for term in terms]
+    return cached[1]
 
 
 def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
@@ -174,7 +189,7 @@ def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
 def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
     """The pieces of the model's log density that depend on the block, where they come
     from, and the rest (:class:`BlockPieces`)."""
-    rvs, terms = model_terms(model)
+    rvs, terms = _cached_terms(model)
     pieces, names, others = [], [], []
     for rv, term in zip(rvs, terms, strict=True):
         if not variable_depends_on(term, value_vars):
@@ -189,7 +204,8 @@ def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
     rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
     stacked = stack_alike(pieces, value_vars)
     sources = [tuple(names[i] for i in members) for members in stacked.members]
-    return BlockPieces(stacked.terms, rest, sources)
+    *stacked_terms, rest = fresh_copy([*stacked.terms, rest])
+    return BlockPieces(stacked_terms, rest, sources)
 
 
 def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
@@ -208,11 +224,11 @@ def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
     Variable or None
         float64 scalar, equal to ``model.logp()``.
     """
-    _, terms = model_terms(model)
+    _, terms = _cached_terms(model)
     stacked = stack_alike([_raveled(pt.cast(t, "float64")) for t in terms], block)
     if not stacked.n_stacked:
         return None
-    return pt.add(*[t.sum() for t in stacked.terms])
+    return fresh_copy([pt.add(*[t.sum() for t in stacked.terms])])[0]
 
 
 def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable], Variable]:

@@ -38,6 +38,7 @@ from pymc_discrete.pymc.steps.draw_stats import (
     progressbar_config,
     progressbar_update_functions,
 )
+from pymc_discrete.pymc.steps.scalar_point import ScalarSitesMapping
 from pymc_discrete.pymc.steps.stall import STALLED_DRAWS_FAILING, StallWatch
 from pymc_discrete.pymc.steps.step_kernel import StepKernel
 from pymc_discrete.pymc.steps.tuning import ScaleTuning, max_scale
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 
-class SiteBlockStep(ScaleTuning, SavedChain, ArrayStepShared):
+class SiteBlockStep(ScalarSitesMapping, ScaleTuning, SavedChain, ArrayStepShared):
     """Shared machinery of the M-H steps on a block of discrete sites.
 
     Subclasses provide ``_build_proposal(compile_kwargs)`` (called once, at construction,

@@ -33,12 +33,13 @@ from pymc_discrete.kernels.counts import (
 from pymc_discrete.pymc.model.counts import colour_sums, count_start, is_count
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.validation import block_value_vars
+from pymc_discrete.pymc.steps.scalar_point import ScalarSitesMapping
 from pymc_discrete.pymc.steps.stall import StallWatch
 
 __all__ = ["CountLBP"]
 
 
-class CountLBP(ArrayStepShared):
+class CountLBP(ScalarSitesMapping, ArrayStepShared):
     """Locally balanced moves of latent counts (Poisson, NegativeBinomial, Geometric).
 
     Every draw moves each count by up to its step size ``s_i``, a move to ``y`` proposed

@@ -29,6 +29,7 @@ from pymc_discrete.pymc.model.pairing import binary_indicator, switched_coeffici
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.validation import block_value_vars
 from pymc_discrete.pymc.steps.albp import ALBP
+from pymc_discrete.pymc.steps.scalar_point import ScalarSitesMapping
 from pymc_discrete.pymc.steps.stall import StallWatch
 
 __all__ = ["PairedFlip"]
@@ -40,7 +41,7 @@ MAX_DEFAULT_SWAPS = 10
 
 
 
-class PairedFlip(ArrayStepShared):
+class PairedFlip(ScalarSitesMapping, ArrayStepShared):
     """Flips of a binary indicator, each with a fresh draw of the coefficients it switches.
 
     For spike-and-slab models written as ``g * beta``: a flip of ``g_j`` alone proposes

@@ -47,6 +47,7 @@ from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.validation import block_value_vars, check_discrete_block
 from pymc_discrete.pymc.steps.albp import ALBP
 from pymc_discrete.pymc.steps.chain import ChainGibbs, chain_layout
+from pymc_discrete.pymc.steps.scalar_point import ScalarSitesMapping
 from pymc_discrete.pymc.summing.chain_sum import chain_marginal_log_density
 from pymc_discrete.pymc.summing.collapsible import (
     NotCollapsible,
@@ -92,7 +93,7 @@ class MarginalNUTS(NUTS):
 MarginalNUTS.__name__ = "CollapsedNUTS (NUTS on the marginal)"
 
 
-class ExactBlockDraw(ArrayStepShared):
+class ExactBlockDraw(ScalarSitesMapping, ArrayStepShared):
     """Every site of a one-colour block drawn afresh from its exact conditional given the
     other variables (one compiled evaluation of every site's terms at its K values),
     checking that the possible values are those the sum assumed: the part of
