@@ -309,3 +309,51 @@ def test_scalar_sites_are_mapped_as_pymc_maps_them(kind, registered, monkeypatch
         np.testing.assert_array_equal(fast.posterior[name].values,
                                       pymcs.posterior[name].values)
         assert fast.posterior[name].dtype == pymcs.posterior[name].dtype
+
+
+def _logp_with_value(model, name: str, value: np.ndarray):
+    """The model's log density with the observed ``name`` at ``value`` instead of its
+    data, compiled as a function of a point."""
+    import pymc as pm
+
+    others = [v for v in [*model.free_RVs, *model.observed_RVs] if v.name != name]
+    total = model.logp(vars=others) + pm.logp(model[name], value).sum()
+    total = model.replace_rvs_by_values([total])[0]
+    return model.compile_fn(total, inputs=model.value_vars, on_unused_input="ignore")
+
+
+def test_summed_out_readers_share_one_graph_and_read_their_value_or_refuse():
+    """On a per-variable occupancy model summed out, the observed variables' log
+    densities read one graph of the sums (the graph grows by a few nodes a site, where a
+    copy of the sums for every reader grew it by the whole sums), and a reader's density
+    at another value than its data is exact or refused, never the density at the data."""
+    from pytensor.graph.traversal import applys_between
+
+    def nodes(n):
+        summed = pmd.marginalize(per_variable("occupancy", n))
+        logp = summed.logp()
+        return len(list(applys_between(summed.value_vars, [logp])))
+
+    small, large = nodes(10), nodes(30)
+    assert large - small <= 20 * 12, (small, large)  # a dozen nodes a site at most
+
+    # a reader's density at another value than its data: exact where the sums read the
+    # data (a mixture of continuous data), refused where the data is folded into them
+    # (terms alike across sites, data stacked across variables)
+    import pymc as pm
+
+    n = 5
+    for model in (per_variable("occupancy", n), vectorised("occupancy", n)):
+        summed = pmd.marginalize(model)
+        reader = summed.observed_RVs[-1]
+        with pytest.raises(NotImplementedError, match="defined at the observed data only"):
+            pm.logp(reader, 1 - np.asarray(summed.rvs_to_values[reader].data))
+    model = vectorised("mixture", n)
+    summed = pmd.marginalize(model)
+    names = site_names(model)
+    value = np.asarray(model.rvs_to_values[model["y"]].data) + 0.3
+    original, marginal = (_logp_with_value(m, "y", value) for m in (model, summed))
+    point = {k: v + 0.3 for k, v in summed.initial_point().items()}
+    states = itertools.product(range(3), repeat=n)
+    exact = logsumexp([original({**point, names[0]: np.array(state)}) for state in states])
+    assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)

@@ -19,6 +19,13 @@ becomes a :class:`pymc.CustomDist` of the same name, data and dimensions:
   prior given the continuous ones, then the data), so predictive draws are those of the
   original model with the discrete variables integrated out.
 
+The readers' densities at their data share one graph of the sums (a model written one
+observed variable per site would otherwise build a copy of every site's sums per
+reader). At another value than the data, a reader's density is built again from the
+value where the sums read the data; where the data is folded into them (terms alike
+across sites evaluated once, data stacked across variables) it raises
+``NotImplementedError`` rather than return the density at the data.
+
 When a site moves two observed variables, or a Potential reads the block, the block's
 whole sum is one Potential instead (sampling and optimisation see the same density, but
 PyMC then has no log-likelihood or predictive draws for that data), as it is for a
@@ -40,7 +47,7 @@ from pymc.model.fgraph import (
     model_potential,
 )
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import clone_replace, graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_on
 
@@ -180,6 +187,20 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
     uncarried = np.setdiff1d(np.arange(units), carried)
     plain = block.plain
     reads = {name for _, name in _plain_inputs(block.total(), plain)}
+    loose = block.loose + (unit_sums[uncarried].sum() if uncarried.size else 0.0)
+    # the sums in the model's space, for the last parameters seen: every reader's log
+    # density reads them at its own sites, so that a model written one observed variable
+    # per site builds one graph of the sums, not one per reader
+    in_space: dict = {}
+
+    def model_sums(params: dict) -> tuple[Variable, Variable]:
+        key = tuple((name, _merge_key(v)) for name, v in params.items())
+        if in_space.get("key") != key:
+            in_space["key"] = key
+            in_space["sums"] = in_model_space(unit_sums, params), in_model_space(
+                pt.as_tensor(loose, dtype="float64"), params)
+        return in_space["sums"]
+
     for index, reader in enumerate(block.readers):
         out = by_name[reader]
         rv, data = out.owner.inputs[:2]
@@ -197,19 +218,58 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
             return _unwrapped(_rv, dict(zip(_params, dummies)))
 
         def log_density(value, *args, _names=names, _elements=elements, _sites=sites,
-                        _data=plain_data, _first=first):
-            graph = _placed(unit_sums, units, _sites, _elements, value.size)
-            if _first:  # the terms no site moves, and the sites no data reads
-                extra = block.loose + (unit_sums[uncarried].sum() if uncarried.size else 0.0)
+                        _data=plain_data, _first=first, reader=reader):
+            params = dict(zip(_names, args))
+            if not _is_data(value, _data):  # the density at other values than the data
+                if not variable_depends_on(unit_sums, [_data]):
+                    raise NotImplementedError(
+                        f"the summed-out density of {reader!r} is built with its observed "
+                        "data folded in (terms alike across sites evaluated once, or the "
+                        "data stacked with other variables'): it is defined at the "
+                        "observed data only, not at another value")
+                graph = _placed(unit_sums, units, _sites, _elements, value.size)
+                if _first:  # the terms no site moves, and the sites no data reads
+                    graph = pt.inc_subtensor(graph[0], loose)
+                graph = in_model_space(clone_replace(graph, {_data: value}), params)
+                return graph.reshape(value.shape)
+            sums, extra = model_sums(params)
+            graph = _placed(sums, units, _sites, _elements, value.size)
+            if _first:
                 graph = pt.inc_subtensor(graph[0], extra)
-            graph = clone_replace(graph, {_data: value})
-            graph = in_model_space(graph, dict(zip(_names, args)))
             return graph.reshape(value.shape)
 
         summed_rv = CustomDist.dist(*params, dist=generate, logp=log_density,
                                     class_name=f"{reader}_summed_out", dtype=rv.type.dtype)
         fgraph.replace(out, model_observed_rv(summed_rv, data, reader, *dims),
                        import_missing=True)
+
+
+def _merge_key(var: Variable, memo: dict | None = None):
+    """A key equal for variables that compute the same thing: a leaf itself, else the
+    node's op, the keys of its inputs and the output's index. PyMC derives each observed
+    variable's density with wrapper nodes of its own around the same value variables
+    (``ValuedRV``, ``TransformedValue``): equal graphs, not one object."""
+    memo = {} if memo is None else memo
+    if var.owner is None:
+        return var
+    if var not in memo:
+        node = var.owner
+        memo[var] = (node.op, tuple(_merge_key(i, memo) for i in node.inputs),
+                     node.outputs.index(var))
+    return memo[var]
+
+
+def _is_data(value: Variable, data: Variable) -> bool:
+    """Whether ``value`` is the observed ``data`` the sums read: the same variable (data
+    in a shared variable: the sums read the new model's, replaced by name), or a
+    constant of the same type and values. Only then may the readers share one graph of
+    the sums; at any other value a reader's sums are built again from it."""
+    if value is data:
+        return True
+    if isinstance(data, SharedVariable):
+        return isinstance(value, SharedVariable) and value.name == data.name
+    return (isinstance(value, Constant) and isinstance(data, Constant)
+            and value.type == data.type and np.array_equal(value.data, data.data))
 
 
 def _placed(sums: Variable, units: int, sites: np.ndarray, elements: np.ndarray,
