@@ -134,6 +134,41 @@ def test_predictive_draws_integrate_the_discrete_variables_out():
     assert (np.abs(a - b) <= 4.5 * se).all(), (a, b)
 
 
+@pytest.mark.parametrize("shared", ["observed", "covariate"])
+def test_data_in_shared_variables_is_followed_by_set_data(shared):
+    """Occupancy with its detections (or a detection covariate) in ``pm.Data``: the model
+    sums out (a CustomDist's draws may not read a shared variable implicitly: it raised
+    before), and after ``pm.set_data`` on both models the summed-out density still
+    equals log-sum-exp over every state of the original, to 1e-9."""
+    rng = np.random.default_rng(1)
+    n = 5
+    y = [(rng.random((n, 4)) < q).astype("int64") for q in (0.3, 0.5)]
+    x = [rng.normal(size=(n, 4)) for _ in range(2)]
+    with pm.Model() as model:
+        data = pm.Data("D", y[0] if shared == "observed" else x[0])
+        psi = pm.Beta("psi", 1.0, 1.0)
+        b = pm.Normal("b", 0.0, 1.0)
+        z = pm.Bernoulli("z", psi, shape=n)
+        if shared == "observed":
+            pm.Bernoulli("y", z[:, None] * pm.math.invlogit(b), observed=data)
+        else:
+            pm.Bernoulli("y", z[:, None] * pm.math.invlogit(b * data), observed=y[0])
+    summed = pmd.marginalize(model)
+    values = y if shared == "observed" else x
+    densities = []
+    for value in values:
+        for m in (model, summed):
+            with m:
+                pm.set_data({"D": value})
+        original, marginal = model.compile_logp(), summed.compile_logp()
+        point = {k: v + 0.2 for k, v in summed.initial_point().items()}
+        exact = logsumexp([original({**point, "z": np.array(state)})
+                           for state in itertools.product(range(2), repeat=n)])
+        assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+        densities.append(exact)
+    assert densities[0] != pytest.approx(densities[1])  # the new data was read
+
+
 def test_map_and_variational_fit_run_on_the_summed_out_model():
     """find_MAP reaches a point where the summed-out density's gradient vanishes, and
     ADVI's fit runs: both take the model as PyMC's tools take any model."""

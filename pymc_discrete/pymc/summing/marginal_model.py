@@ -50,6 +50,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import clone_replace, graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_on
+from pytensor.tensor.type import TensorType
 
 from pymc_discrete.pymc.summing.summed_block import (
     SummedBlock,
@@ -210,7 +211,11 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
         names = sorted({name for name in continuous
                         if variable_depends_on(rv, [continuous[name]])}
                        | reads)
-        params = [continuous[name] for name in names]
+        # data in shared variables (pm.Data) that the draws read goes in as parameters:
+        # a CustomDist's generative graph may not read a shared variable implicitly
+        data_params = [v for v in graph_inputs([rv]) if isinstance(v, SharedVariable)
+                       and isinstance(v.type, TensorType)]
+        params = [continuous[name] for name in names] + data_params
         first = index == 0
 
         def generate(*args, _rv=rv, _params=params):
@@ -219,7 +224,8 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
 
         def log_density(value, *args, _names=names, _elements=elements, _sites=sites,
                         _data=plain_data, _first=first, reader=reader):
-            params = dict(zip(_names, args))
+            # the sums read the new model's data by name, not these parameters
+            params = dict(zip(_names, args[:len(_names)]))
             if not _is_data(value, _data):  # the density at other values than the data
                 if not variable_depends_on(unit_sums, [_data]):
                     raise NotImplementedError(
@@ -260,16 +266,26 @@ def _merge_key(var: Variable, memo: dict | None = None):
 
 
 def _is_data(value: Variable, data: Variable) -> bool:
-    """Whether ``value`` is the observed ``data`` the sums read: the same variable (data
-    in a shared variable: the sums read the new model's, replaced by name), or a
-    constant of the same type and values. Only then may the readers share one graph of
-    the sums; at any other value a reader's sums are built again from it."""
-    if value is data:
-        return True
-    if isinstance(data, SharedVariable):
-        return isinstance(value, SharedVariable) and value.name == data.name
-    return (isinstance(value, Constant) and isinstance(data, Constant)
-            and value.type == data.type and np.array_equal(value.data, data.data))
+    """Whether ``value`` is the observed ``data`` the sums read: the same graph of the
+    same data (data in a shared variable: the sums read the new model's, replaced by
+    name; PyMC casts observed data to the variable's dtype, in a node of each model's
+    own). Only then may the readers share one graph of the sums; at any other value a
+    reader's sums are built again from it."""
+    return value is data or _data_key(value) == _data_key(data)
+
+
+def _data_key(var: Variable):
+    """:func:`_merge_key` with a shared variable keyed by its name and a constant by its
+    values."""
+    if isinstance(var, SharedVariable):
+        return "shared", var.name
+    if isinstance(var, Constant):
+        data = np.asarray(var.data)
+        return "constant", var.type, data.shape, data.tobytes()
+    if var.owner is None:
+        return var
+    node = var.owner
+    return node.op, tuple(_data_key(i) for i in node.inputs), node.outputs.index(var)
 
 
 def _placed(sums: Variable, units: int, sites: np.ndarray, elements: np.ndarray,
