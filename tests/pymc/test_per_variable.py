@@ -187,6 +187,43 @@ def test_stacked_log_density_is_the_models(kind):
     assert stacked_model_logp(vectorised(kind, 12), _block(vectorised(kind, 12))) is None
 
 
+@pytest.mark.parametrize("kind", ["hmm", "occupancy"])
+def test_stacked_nuts_density_is_the_models_at_every_draw(kind):
+    """The NUTS of a per-variable model evaluates the terms of the discrete sites alone
+    once a draw (a shared scalar the density adds): its log density and gradient equal
+    the model's at points where the sites and the continuous values change."""
+    import pymc as pm
+
+    from pymc_discrete.pymc.choosing.stacked_nuts import stacked_nuts
+
+    model = per_variable(kind, 12)
+    block = _block(model)
+    continuous = [v for v in model.value_vars if v not in block]
+    start = model.initial_point()
+    nuts = stacked_nuts(model, continuous, block, start, {}, {})
+    # a chain has terms of its sites alone (its transitions); occupancy none (psi)
+    assert (nuts.fixed_function is not None) == (kind == "hmm")
+    logp = model.compile_logp()
+    dlogp = model.compile_dlogp(vars=[model.values_to_rvs[v] for v in continuous])
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        point = {**start, **{v.name: start[v.name] + rng.normal(0, 0.3, np.shape(start[v.name]))
+                             for v in continuous}}
+        for i, v in enumerate(block):  # any state of a chain, a site detected occupied
+            data = model.rvs_to_values[model[f"y_{i}"]].data
+            value = rng.integers(0, 3) if kind == "hmm" else max(rng.integers(0, 2),
+                                                                 int(np.any(data)))
+            point[v.name] = np.asarray(value, dtype=start[v.name].dtype)
+        with model:
+            nuts.step(point)  # sets the sites and the discrete-only sum
+        q = pm.blocking.DictToArrayBijection.map({v.name: point[v.name] for v in continuous})
+        function = nuts._logp_dlogp_func
+        function.set_extra_values({v.name: point[v.name] for v in function._extra_vars})
+        ours, gradient = function(q)
+        assert ours == pytest.approx(logp(point), abs=1e-10, rel=1e-12)
+        np.testing.assert_allclose(gradient, dlogp(point), rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_assignment_is_pymcs(kind, registered):
     """register()'s linear-time assignment gives PyMC's own assignment, variable for

@@ -17,8 +17,13 @@ import weakref
 
 import numpy as np
 import pytensor
+import pytensor.scalar as ps
+import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import variable_depends_on
+from pytensor.tensor.elemwise import Elemwise
 
+from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.stacking import gather_joined_sites
 from pymc_discrete.pymc.model.terms import stacked_model_logp
 from pymc_discrete.pymc.summing.collapsed_nuts import MarginalNUTS
@@ -60,14 +65,26 @@ class StackedNUTS(MarginalNUTS):
     #: whether every site is a variable of its own (then read without a concatenation)
     scalar_sites = False
 
+    #: the terms that read no continuous variable, summed: a shared scalar the density
+    #: adds, and the function that evaluates it at the sites (None: no such terms)
+    fixed_logp = None
+    fixed_function = None
+
     def step(self, point):
         names = self.site_names
         if self.scalar_sites:
             values = np.fromiter((point[name] for name in names), self.sites.dtype, len(names))
         else:
             values = np.concatenate([np.ravel(point[name]) for name in names])
-        self.sites.set_value(values.astype(self.sites.dtype, copy=False), borrow=True)
+        values = values.astype(self.sites.dtype, copy=False)
+        changed = not np.array_equal(values, self.sites.get_value(borrow=True))
+        self.sites.set_value(values, borrow=True)
+        if self.fixed_function is not None and (changed or self._fixed_unset):
+            self.fixed_logp.set_value(np.asarray(self.fixed_function(), dtype=np.float64))
+            self._fixed_unset = False
         return super().step(point)
+
+    _fixed_unset = True
 
 
 StackedNUTS.__name__ = "NUTS (stacked log density)"
@@ -91,9 +108,31 @@ def stacked_nuts(model, continuous, discrete, initial_point, compile_kwargs,
         replace[var] = read.astype(var.dtype)
         start += size
     (logp,) = gather_joined_sites([graph_replace(logp, replace, strict=False)], sites)
+    logp, fixed_logp, fixed = _hoisted(logp, model.value_vars)
     logp_dlogp = marginal_logp_dlogp(model, logp, continuous, point, compile_kwargs)
     nuts = StackedNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
                        initial_point=point, compile_kwargs=compile_kwargs, **nuts_kwargs)
+    if fixed is not None:
+        nuts.fixed_logp = fixed_logp
+        nuts.fixed_function = compile_function([], fixed, **(compile_kwargs or {}))
     nuts.sites, nuts.site_names = sites, tuple(v.name for v in discrete)
     nuts.scalar_sites = all(np.shape(point[v.name]) == () for v in discrete)
     return nuts
+
+
+def _hoisted(logp, value_vars):
+    """``logp`` (a sum of terms) with the terms that read no model variable (those of
+    the discrete sites alone: a chain's transitions, the sites' priors) replaced by one
+    shared scalar, their sum, and that sum's graph; ``(logp, None, None)`` where there
+    are none or nothing else. NUTS evaluates the density at every leapfrog step, and
+    these terms only change when the sites do: :class:`StackedNUTS` evaluates them once
+    a draw. The density is the same, summed in another order (its last bits)."""
+    node = logp.owner
+    terms = (list(node.inputs) if node is not None and isinstance(node.op, Elemwise)
+             and isinstance(node.op.scalar_op, ps.Add) else [logp])
+    fixed = [t for t in terms if not variable_depends_on(t, list(value_vars))]
+    if not fixed or len(fixed) == len(terms):
+        return logp, None, None
+    shared = pytensor.shared(np.float64(0.0), name="discrete_only_logp")
+    moving = [t for t in terms if not any(t is f for f in fixed)]
+    return pt.add(shared, *moving), shared, pt.add(*fixed)
