@@ -41,10 +41,12 @@ Measured in the child:
   compilation, tuning and draws, PyMC's convergence checks and (A) the recovery of the
   discrete draws; ``register()``, the imports and the building of the model are outside;
 * **sampling alone**: the ``sampling_time`` that PyMC (or its nutpie path, on the
-  posterior group) records for the tuning and draws, plus, for A, the seconds spent in ``recover_discrete`` (its table
-  function compiled, then every site drawn). The latter is timed with Python's monitoring
-  events (``sys.monitoring``, PEP 669) on that function's code object alone: nothing is
-  wrapped and nothing else is slowed. **set-up** is total less sampling alone.
+  posterior group) records for the tuning and draws, plus, for A, the seconds spent in
+  ``recover_discrete`` drawing the discrete variables: its time less the compilation of
+  its conditional tables (``_compiled_tables``), which is set-up (once a session, what a
+  long run does not repeat). Both are timed with Python's monitoring events
+  (``sys.monitoring``, PEP 669) on the function's code object alone: nothing is wrapped
+  and nothing else is slowed. **set-up** is total less sampling alone.
 
 From the draws (the child returns per-element statistics, not the draws): the smallest
 bulk ESS (ArviZ) over every element of the continuous parameters, divided by the total and
@@ -256,7 +258,8 @@ def measure_child(spec: dict) -> dict:
     -------
     dict
         ``total``, ``sampling`` (PyMC's ``sampling_time``), ``recovery`` (seconds in
-        ``recover_discrete``) and ``recovery_calls``, ``route`` (what ran) and ``summed``
+        ``recover_discrete``), ``recovery_compile`` (of it, compiling its tables) and
+        ``recovery_calls``, ``route`` (what ran) and ``summed``
         (whether it was the summed-out route), ``divergences``, ``elements`` and
         ``summaries`` (name -> [mean, MCSE, bulk ESS, r-hat]), ``build`` (seconds
         building the model).
@@ -272,7 +275,8 @@ def measure_child(spec: dict) -> dict:
     if variant in (A, D):
         pmd.register()
     with (warnings.catch_warnings(), log_messages("pymc") as messages,
-          CallTimer(recover.recover_discrete) as recovery, model):
+          CallTimer(recover.recover_discrete) as recovery,
+          CallTimer(recover._compiled_tables) as table_compile, model):
         warnings.simplefilter("ignore")
         began = time.perf_counter()
         idata = pm.sample(**sample_kwargs(spec))
@@ -293,6 +297,7 @@ def measure_child(spec: dict) -> dict:
         "sampling": float(idata.posterior.attrs.get("sampling_time",
                                                     stats.attrs.get("sampling_time"))),
         "recovery": recovery.seconds,
+        "recovery_compile": table_compile.seconds,
         "recovery_calls": recovery.calls,
         "route": route,
         "summed": summed,
@@ -386,7 +391,8 @@ class Row:
 
     @property
     def sampling_alone(self) -> float:
-        return self.result.get("sampling", float("nan")) + self.result.get("recovery", 0.0)
+        drawing = self.result.get("recovery", 0.0) - self.result.get("recovery_compile", 0.0)
+        return self.result.get("sampling", float("nan")) + drawing
 
     @property
     def setup(self) -> float:
@@ -633,10 +639,11 @@ before the first seed of each model and variant): set-up and compilation are cou
 a user's new session. **Total**: the wall time of the `pm.sample` call (for A: summing
 out, nutpie's compilation, sampling, PyMC's convergence checks and the recovery of the
 discrete draws; not `register()`, the imports or the building of the model). **Sampling
-alone**: the `sampling_time` PyMC records (tuning and draws), plus for A the seconds in
-`recover_discrete` (timed by `sys.monitoring` events on that function alone: it compiles
-its conditional tables, then draws every site; the "recovery s" column). **Set-up** =
-total - sampling alone. "Process s": the whole child process (interpreter start, imports,
+alone**: the `sampling_time` PyMC records (tuning and draws), plus for A the seconds
+`recover_discrete` spends drawing every site: its time (the "recovery s" column, timed by
+`sys.monitoring` events on that function alone) less the compilation of its conditional
+tables, which counts as set-up (once a session; a long run does not repeat it). **Set-up**
+= total - sampling alone. "Process s": the whole child process (interpreter start, imports,
 model, run, statistics).
 
 "min ESS": the smallest ArviZ bulk ESS over every element of the continuous parameters

@@ -12,6 +12,7 @@ Imports: the model reader (:mod:`pymc_discrete.pymc.model`) and
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -30,6 +31,7 @@ from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.reproducible import exact_mode
 from pymc_discrete.pymc.model.terms import (
     block_pieces,
+    fresh_copy,
     piece_sizes,
     states_as_constants,
     without_checks,
@@ -105,10 +107,17 @@ def site_sums_graph(model, value_vars: Sequence[Variable], point: dict, exact: E
     return sums.per_site(), sums.loose, sums.held
 
 
+#: ExactRatios -> {(model, block, states): SiteSums}: the step that draws a block back and
+#: the NUTS on its sum read the same sums
+_SUMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRatios,
               values: np.ndarray) -> SiteSums:
     """Every site's terms summed, at K given states of the block, as one graph; alike
-    sites' terms are evaluated once.
+    sites' terms are evaluated once. Read once per block and states (reading them is
+    most of a block's set-up on a model written one variable per site), every caller
+    getting a fresh copy of the graphs (:func:`~pymc_discrete.pymc.model.terms.fresh_copy`).
 
     Parameters
     ----------
@@ -129,6 +138,20 @@ def site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRa
         terms no site moves (the same at every state); whether every parameter check of
         the pieces holds at every state.
     """
+    values = np.asarray(values)
+    key = (id(model), tuple(v.name for v in value_vars), values.shape, values.tobytes())
+    cached = _SUMS.setdefault(exact, {})
+    if key not in cached:
+        cached[key] = _read_site_sums(model, value_vars, point, exact, values)
+    sums = cached[key]
+    per_kind, loose, held = fresh_copy([sums.per_kind, pt.as_tensor(sums.loose),
+                                        pt.as_tensor(sums.held)])
+    return SiteSums(per_kind, sums.alike, loose, held)
+
+
+def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRatios,
+                    values: np.ndarray) -> SiteSums:
+    """:func:`site_sums`, read."""
     pieces, _ = block_pieces(model, value_vars)
     k, n = values.shape
     # piece by piece: a piece whose elements follow the sites (one each, or a row or a
