@@ -114,6 +114,8 @@ class ExactRatios(StructureReading):
         #: (a step built on this object must update these)
         self.shared = shared
         self.n_categories = None if n_categories is None else np.asarray(n_categories, np.int64)
+        #: the shape of every variable of the block, in block order
+        self.shapes = tuple(np.shape(point[v.name]) for v in value_vars)
         n_sites = int(sum(np.size(point[v.name]) for v in value_vars))
         names = ", ".join(v.name for v in value_vars)
         progress = SetupProgress(f"exact local ratios of {names} ({n_sites} sites)")

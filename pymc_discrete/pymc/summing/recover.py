@@ -174,10 +174,10 @@ def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"
             _check_window(block, tables[0], lo)
         drawn[lo:hi] = _draw(block, tables, rng)
     drawn += block.offsets[None, :]
-    point = block.plain.initial_point()
+    shapes = dict(zip(block.exact.var_names, block.exact.shapes, strict=True))
     lo = 0
     for name in block.names:
-        shape = np.shape(point[name])
+        shape = shapes[name]
         size = int(np.prod(shape, dtype=np.int64))
         rv = model.named_vars[name]
         values = drawn[:, lo:lo + size].reshape(chains, draws, *shape).astype(rv.type.dtype)
