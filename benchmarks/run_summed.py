@@ -43,8 +43,8 @@ Measured in the child:
 * **sampling alone**: the ``sampling_time`` that PyMC (or its nutpie path, on the
   posterior group) records for the tuning and draws, plus, for A, the seconds spent in
   ``recover_discrete`` drawing the discrete variables: its time less the compilation of
-  its conditional tables (``_compiled_tables``), which is set-up (once a session, what a
-  long run does not repeat). Both are timed with Python's monitoring events
+  its conditional tables (``recover.compile_conditional_tables``), which is set-up (once
+  a session, what a long run does not repeat). Both are timed with Python's monitoring events
   (``sys.monitoring``, PEP 669) on the function's code object alone: nothing is wrapped
   and nothing else is slowed. **set-up** is total less sampling alone.
 
@@ -276,7 +276,7 @@ def measure_child(spec: dict) -> dict:
         pmd.register()
     with (warnings.catch_warnings(), log_messages("pymc") as messages,
           CallTimer(recover.recover_discrete) as recovery,
-          CallTimer(recover._compiled_tables) as table_compile, model):
+          CallTimer(recover.compile_conditional_tables) as table_compile, model):
         warnings.simplefilter("ignore")
         began = time.perf_counter()
         idata = pm.sample(**sample_kwargs(spec))

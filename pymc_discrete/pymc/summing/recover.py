@@ -13,6 +13,7 @@ Gumbel-max trick from one seeded generator.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 import pytensor.tensor as pt
@@ -27,7 +28,7 @@ from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.summing.count_sum import grid_width
 from pymc_discrete.pymc.summing.summed_block import SummedBlock, cached_summed_block
 
-__all__ = ["CountWindowTooNarrow", "recover_discrete"]
+__all__ = ["CountWindowTooNarrow", "compile_conditional_tables", "recover_discrete"]
 
 #: draws whose conditional tables are computed in one call (bounds the memory a call
 #: takes to DRAWS_PER_CALL x sites x values floats)
@@ -38,17 +39,32 @@ _TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _conditional_tables(block: SummedBlock):
-    """:func:`_compiled_tables`, compiled once per block."""
+    """:func:`compile_conditional_tables`, compiled once per block."""
     cached = _TABLES.get(block.plain)
     if cached is None:
-        cached = _TABLES[block.plain] = _compiled_tables(block)
+        cached = _TABLES[block.plain] = compile_conditional_tables(block)
     return cached
 
 
-def _compiled_tables(block: SummedBlock):
-    """A function of the continuous draws ((S, ...) arrays of the variables ``names``)
-    returning the block's conditional tables at every draw: (S, N, K) log-weights of
-    every site's values, or a chain's unary (S, T, K) and pair (S, T - 1, K, K) tables."""
+def compile_conditional_tables(block: SummedBlock) -> tuple[Callable, list[str]]:
+    """The block's conditional tables as a compiled function of continuous draws: what
+    :func:`recover_discrete` compiles once per block before it draws (the step a long run
+    does not repeat; the benchmarks time it apart from the drawing).
+
+    Parameters
+    ----------
+    block : SummedBlock
+        The block summed out (:func:`~pymc_discrete.pymc.summing.summed_block.cached_summed_block`).
+
+    Returns
+    -------
+    function : callable
+        ``function(*draws)``, each an (S, ...) array of the variables ``names``, returns
+        the tables at every draw: (S, N, K) log-weights of every site's values, or a
+        chain's unary (S, T, K) and pair (S, T - 1, K, K) tables.
+    names : list of str
+        The continuous variables the function takes, in order.
+    """
     plain = block.plain
     values = {v: rv.name for rv, v in plain.rvs_to_values.items() if rv in plain.free_RVs}
     graphs = [block.per_site] if block.layout is None else list(block.tables)
