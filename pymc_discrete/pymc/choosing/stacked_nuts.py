@@ -69,6 +69,7 @@ class StackedNUTS(MarginalNUTS):
     #: adds, and the function that evaluates it at the sites (None: no such terms)
     fixed_logp = None
     fixed_function = None
+    _fixed_unset = True
 
     def step(self, point):
         names = self.site_names
@@ -77,14 +78,14 @@ class StackedNUTS(MarginalNUTS):
         else:
             values = np.concatenate([np.ravel(point[name]) for name in names])
         values = values.astype(self.sites.dtype, copy=False)
-        changed = not np.array_equal(values, self.sites.get_value(borrow=True))
+        # the sites-only terms are evaluated again only when the sites moved
+        refresh = self.fixed_function is not None and (
+            self._fixed_unset or not np.array_equal(values, self.sites.get_value(borrow=True)))
         self.sites.set_value(values, borrow=True)
-        if self.fixed_function is not None and (changed or self._fixed_unset):
+        if refresh:
             self.fixed_logp.set_value(np.asarray(self.fixed_function(), dtype=np.float64))
             self._fixed_unset = False
         return super().step(point)
-
-    _fixed_unset = True
 
 
 StackedNUTS.__name__ = "NUTS (stacked log density)"

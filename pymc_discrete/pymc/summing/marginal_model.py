@@ -195,7 +195,7 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
     in_space: dict = {}
 
     def model_sums(params: dict) -> tuple[Variable, Variable]:
-        key = tuple((name, _merge_key(v)) for name, v in params.items())
+        key = tuple((name, _graph_key(v)) for name, v in params.items())
         if in_space.get("key") != key:
             in_space["key"] = key
             in_space["sums"] = in_model_space(unit_sums, params), in_model_space(
@@ -250,33 +250,21 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
                        import_missing=True)
 
 
-def _merge_key(var: Variable, memo: dict | None = None):
-    """A key equal for variables that compute the same thing: a leaf itself, else the
-    node's op, the keys of its inputs and the output's index. PyMC derives each observed
-    variable's density with wrapper nodes of its own around the same value variables
-    (``ValuedRV``, ``TransformedValue``): equal graphs, not one object."""
-    memo = {} if memo is None else memo
-    if var.owner is None:
-        return var
-    if var not in memo:
-        node = var.owner
-        memo[var] = (node.op, tuple(_merge_key(i, memo) for i in node.inputs),
-                     node.outputs.index(var))
-    return memo[var]
-
-
 def _is_data(value: Variable, data: Variable) -> bool:
     """Whether ``value`` is the observed ``data`` the sums read: the same graph of the
     same data (data in a shared variable: the sums read the new model's, replaced by
     name; PyMC casts observed data to the variable's dtype, in a node of each model's
     own). Only then may the readers share one graph of the sums; at any other value a
     reader's sums are built again from it."""
-    return value is data or _data_key(value) == _data_key(data)
+    return value is data or _graph_key(value) == _graph_key(data)
 
 
-def _data_key(var: Variable):
-    """:func:`_merge_key` with a shared variable keyed by its name and a constant by its
-    values."""
+def _graph_key(var: Variable, memo: dict | None = None):
+    """A key equal for variables that compute the same thing: a shared variable by its
+    name, a constant by its values, another leaf itself, else the node's op, the keys of
+    its inputs and the output's index. PyMC derives each observed variable's density
+    with wrapper nodes of its own (``ValuedRV``, ``TransformedValue``, a cast of the
+    data) around the same variables: equal graphs, not one object."""
     if isinstance(var, SharedVariable):
         return "shared", var.name
     if isinstance(var, Constant):
@@ -284,8 +272,12 @@ def _data_key(var: Variable):
         return "constant", var.type, data.shape, data.tobytes()
     if var.owner is None:
         return var
-    node = var.owner
-    return node.op, tuple(_data_key(i) for i in node.inputs), node.outputs.index(var)
+    memo = {} if memo is None else memo
+    if var not in memo:
+        node = var.owner
+        memo[var] = (node.op, tuple(_graph_key(i, memo) for i in node.inputs),
+                     node.outputs.index(var))
+    return memo[var]
 
 
 def _placed(sums: Variable, units: int, sites: np.ndarray, elements: np.ndarray,
