@@ -33,7 +33,7 @@ from pymc_discrete.pymc.model.stacking import stack_alike
 
 __all__ = ["BlockPieces", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
            "read_block_pieces", "split_into_pieces", "stacked_model_logp",
-           "states_as_constants", "without_checks"]
+           "states_as_constants", "without_checks", "all_of"]
 
 
 def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variable]:
@@ -306,6 +306,18 @@ def without_checks(vector: Variable,
                   if variable_depends_on(c, block)]
     replacements = {node.outputs[0]: node.inputs[0] for node in nodes}
     unchecked = graph_replace(vector, replacements, strict=False)
-    held = pt.all(pt.stack(conditions)) if conditions else pt.constant(True)
-    return unchecked, held
+    return unchecked, all_of(conditions)
+
+
+def all_of(conditions: Sequence[Variable]) -> Variable:
+    """Boolean scalar: every one of ``conditions`` holds at every element. A chain of
+    scalar ``and``s, not a stack of them: it compiles to a few scalar operations."""
+    held = None
+    for condition in conditions:
+        condition = pt.as_tensor(condition)
+        if condition.type.dtype != "bool":
+            condition = pt.neq(condition, 0)
+        reduced = pt.all(condition) if condition.type.ndim else condition
+        held = reduced if held is None else pt.and_(held, reduced)
+    return pt.constant(True) if held is None else held
 

@@ -36,6 +36,7 @@ from pymc_discrete.kernels.chain import (
 )
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.terms import (
+    all_of,
     block_pieces,
     piece_sizes,
     states_as_constants,
@@ -224,7 +225,7 @@ def _batched(pieces: list, value_vars, point: dict, states: np.ndarray) -> tuple
     terms = pt.concatenate([pt.broadcast_to(b, (rows, b.shape[-1])) if b.ndim == 2
                             else b.reshape((rows, -1)) for b in batched[:len(pieces)]],
                            axis=1)
-    return terms, pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]]))
+    return terms, all_of(batched[len(pieces):])
 
 
 def chain_marginal_log_density(model, value_vars, point: dict, exact: ExactRatios,

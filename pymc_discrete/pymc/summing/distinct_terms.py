@@ -37,6 +37,13 @@ __all__ = ["PieceAtStates", "distinct_checks", "kind_sums", "piece_codes", "site
 #: (state, element) pairs a piece is walked at, at most (the walk is NumPy work per pair)
 WALK_MAX = 2_000_000
 
+#: the sums weigh every distinct term in every row (a dense table of weights) where the
+#: table has at most this many times the entries of a gather of each row's own terms,
+#: or at most DENSE_MIN entries: an elementwise product fuses with the terms and
+#: compiles and differentiates cheaply, where a gather's gradient is a scatter
+DENSE_FACTOR = 4
+DENSE_MIN = 4096
+
 
 class PieceAtStates:
     """One piece of the block's terms (a vector of ``size`` elements) at K states: K
@@ -178,14 +185,22 @@ def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
     # every row's distinct terms with their multiplicities, padded with an extra 0.0
     # term (a 0 weight on a -inf term would be NaN)
     n_terms = int(term_of.max(initial=-1)) + 1
-    padded = pt.concatenate([terms, pt.zeros((1,), dtype="float64")])
     n_rows = k * u + 1  # the last collects the terms no site moves
     row_of = np.where(rows < 0, n_rows - 1, rows)
     key = row_of * (n_terms + 1) + term_of
     unique_keys, multiplicity = np.unique(key, return_counts=True)
     key_row, key_term = np.divmod(unique_keys, n_terms + 1)  # sorted by row
     index = _by_row(key_row, key_term, n_rows, n_terms)
+    if n_rows * n_terms <= max(DENSE_FACTOR * index.size, DENSE_MIN):
+        # few distinct terms: every row weighs all of them, a weight of 0 selecting 0.0
+        # (not 0 * -inf): one elementwise product and sum, whose gradient is one too
+        # (an occupancy model's sums are then its hand-written c log p + (J - c) log(1 - p))
+        weight = np.zeros((n_rows, n_terms))
+        weight[key_row, key_term] = multiplicity
+        sums = pt.switch(weight > 0, weight * terms[None, :], 0.0).sum(axis=1)
+        return sums[:-1].reshape((k, u)), sums[-1]
     weight = _by_row(key_row, multiplicity.astype("float64"), n_rows, 0.0)
+    padded = pt.concatenate([terms, pt.zeros((1,), dtype="float64")])
     # one flat gather (its gradient a one-dimensional scatter, compiled in C)
     sums = (padded[index.ravel()].reshape(index.shape) * weight).sum(axis=1)
     return sums[:-1].reshape((k, u)), sums[-1]

@@ -30,6 +30,7 @@ from pytensor.tensor.type import discrete_dtypes
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.reproducible import exact_mode
 from pymc_discrete.pymc.model.terms import (
+    all_of,
     block_pieces,
     fresh_copy,
     piece_sizes,
@@ -47,7 +48,8 @@ from pymc_discrete.pymc.summing.distinct_terms import (
     worth_codes,
 )
 
-__all__ = ["SiteSums", "marginal_log_density", "marginal_logp_dlogp",
+__all__ = ["LOGADDEXP_MAX", "SiteSums", "logsumexp_rows", "marginal_log_density",
+           "marginal_logp_dlogp",
            "site_sums", "site_sums_graph", "summed_out"]
 
 #: blocks with at most this many values a site have their terms built once per value
@@ -171,7 +173,8 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         rows = [_single_value_gathers(clone_replace([*unchecked, *helds],
                                                     _state(value_vars, point, values[v])))
                 for v in range(k)]
-        batched = [pt.stack([row[i] for row in rows]) for i in range(len(rows[0]))]
+        batched = [pt.stack([row[i] for row in rows]) for i in range(len(pieces))]
+        checks = [row[i] for row in rows for i in range(len(pieces), len(rows[0]))]
         at_states = [PieceAtStates(k, size, rows=[row[p] for row in rows])
                      for p, size in enumerate(sizes)]
     else:
@@ -181,7 +184,8 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
                                   replace=states_as_constants(value_vars, point, values))
         at_states = [PieceAtStates(k, size, batched=batched[p])
                      for p, size in enumerate(sizes)]
-    held = distinct_checks(pt.all(pt.stack([pt.all(h) for h in batched[len(pieces):]])))
+        checks = batched[len(pieces):]
+    held = distinct_checks(all_of(checks))
     distinct = _distinct_sums(at_states, owns, n, k)
     if distinct is not None:
         return SiteSums(distinct[0].T, distinct[1], distinct[2], held)
@@ -293,10 +297,27 @@ def summed_out(rest: Variable, per_site: Variable, held: Variable,
                counts: np.ndarray | None = None) -> Variable:
     """``rest + sum_i counts_i logsumexp_v per_site[i, v]`` (``counts`` default 1), or
     -inf where a check failed."""
-    top = pt.max(per_site, axis=1)
-    sums = pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
+    sums = logsumexp_rows(per_site)
     total = sums.sum() if counts is None else (sums * counts).sum()
     return pt.switch(held, rest + total, -np.inf)
+
+
+#: rows of at most this many values are summed by one elementwise ``logaddexp`` of their
+#: columns, which fuses with the terms into one loop (a binary block's sum is then the
+#: hand-written ``logaddexp(occupied, empty)``); longer rows by a reduction, whose
+#: elementwise form would be one scalar expression of every column
+LOGADDEXP_MAX = 8
+
+
+def logsumexp_rows(table: Variable) -> Variable:
+    """(N,) graph: ``log sum_v exp(table[i, v])`` for a (N, K) ``table``; a row of -inf
+    sums to -inf, not NaN."""
+    k = table.type.shape[1]
+    if k is not None and k <= LOGADDEXP_MAX:
+        return table[:, 0] if k == 1 else pt.logaddexp(*[table[:, v] for v in range(k)])
+    top = pt.max(table, axis=1)
+    top = pt.switch(pt.isinf(top), 0.0, top)
+    return pt.log(pt.exp(table - top[:, None]).sum(axis=1)) + top
 
 
 def marginal_logp_dlogp(model, marginal: Variable, continuous: Sequence[Variable],

@@ -37,9 +37,9 @@ from pymc_discrete.pymc.summing.collapsible import (
     site_of_term,
 )
 from pymc_discrete.pymc.summing.count_sum import grid_width
-from pymc_discrete.pymc.summing.marginal import site_sums, site_sums_graph
+from pymc_discrete.pymc.summing.marginal import logsumexp_rows, site_sums, site_sums_graph
 
-__all__ = ["COUNT_WIDTH_MARGIN", "SummedBlock", "cached_summed_block", "logsumexp_rows", "summed_block",
+__all__ = ["COUNT_WIDTH_MARGIN", "SummedBlock", "cached_summed_block", "summed_block",
            "without_initial_values"]
 
 
@@ -314,12 +314,6 @@ def _data_size(data: Variable) -> int:
     if isinstance(data, SharedVariable):
         return int(np.size(data.get_value(borrow=True)))
     return int(np.size(data.eval()))
-
-
-def logsumexp_rows(per_site: Variable) -> Variable:
-    top = pt.max(per_site, axis=1)
-    top = pt.switch(pt.isinf(top), 0.0, top)  # a row of -inf sums to -inf, not NaN
-    return pt.log(pt.exp(per_site - top[:, None]).sum(axis=1)) + top
 
 
 def in_model_order(copy, model):
