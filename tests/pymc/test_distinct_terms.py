@@ -16,6 +16,7 @@ from pymc_discrete.pymc.summing.alike_sites import AlikeSites
 from pymc_discrete.pymc.summing.distinct_terms import (
     PieceAtStates,
     distinct_checks,
+    kind_columns,
     kind_sums,
     piece_codes,
     worth_codes,
@@ -47,21 +48,42 @@ def test_a_change_point_has_few_distinct_terms_and_equal_codes_are_equal_terms()
         assert np.all(values[code == c] == values[code == c][0])
 
 
+@pytest.mark.parametrize("weighing", ["dense", "gather"])
+@pytest.mark.parametrize("by_state", [False, True])
 @pytest.mark.parametrize("by_code", [False, True])
 @pytest.mark.parametrize("with_kinds", [False, True])
-def test_sums_from_distinct_terms_equal_the_sums_of_every_term(with_kinds, by_code):
+def test_sums_from_distinct_terms_equal_the_sums_of_every_term(with_kinds, by_code,
+                                                              by_state, weighing,
+                                                              monkeypatch):
     """Per-site sums by distinct terms and multiplicities (or by every term) equal the
     direct sums, at rates where some terms are -inf (a zero weight on one must not make
-    a NaN); with kinds, the sums of each kind's first site."""
+    a NaN); with kinds, the sums of each kind's first site. By state: the piece given as
+    one graph a state and the sums as one column a state. The terms weighed by a dense
+    table of weights or gathered row by row."""
+    from pymc_discrete.pymc.summing import distinct_terms
+
+    if weighing == "gather":
+        monkeypatch.setattr(distinct_terms, "DENSE_FACTOR", 0)
+        monkeypatch.setattr(distinct_terms, "DENSE_MIN", 0)
     k, n = 12, 4
     terms, inputs = _change_point_piece(k)
     own = np.repeat(np.arange(n), COUNTS.size // n)  # four sites of six years each
     own[-2:] = -1  # two terms no site moves
     alike = (AlikeSites(np.array([0, 1, 3]), np.array([0, 1, 0, 2])) if with_kinds
              else AlikeSites(np.arange(n), np.arange(n)))
-    piece = PieceAtStates(k, COUNTS.size, batched=terms)
+    if by_state:  # one graph a state, as a block of few values is built
+        early, late = inputs
+        rows = [pm.logp(pm.Poisson.dist(pt.switch(pt.ge(YEARS, v), late, early)),
+                        pt.constant(COUNTS)) for v in range(k)]
+        piece = PieceAtStates(k, COUNTS.size, rows=rows)
+    else:
+        piece = PieceAtStates(k, COUNTS.size, batched=terms)
     code = piece_codes(piece) if by_code else None
-    sums, loose = kind_sums(piece, code, own, alike, k)
+    if by_state:
+        columns, loose = kind_columns(piece, code, own, alike, k)
+        sums = pt.stack(columns)
+    else:
+        sums, loose = kind_sums(piece, code, own, alike, k)
     f = pytensor.function(inputs, [sums, loose])
     direct = pytensor.function(inputs, terms)
     for early, late in [(0.7, 3.1), (2.0, 0.0), (0.0, 0.0)]:

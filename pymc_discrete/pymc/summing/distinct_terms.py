@@ -31,7 +31,7 @@ from pytensor.tensor.math import All
 
 from pymc_discrete.pymc.summing.alike_sites import AlikeSites, elements_at, record_codes
 
-__all__ = ["PieceAtStates", "distinct_checks", "kind_sums", "piece_codes", "sites_by_codes",
+__all__ = ["PieceAtStates", "distinct_checks", "kind_columns", "kind_sums", "piece_codes", "sites_by_codes",
            "worth_codes", "WALK_MAX"]
 
 #: (state, element) pairs a piece is walked at, at most (the walk is NumPy work per pair)
@@ -163,30 +163,11 @@ def _by_row(rows: np.ndarray, entries: np.ndarray, n_rows: int, pad) -> np.ndarr
     return out
 
 
-def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
-              alike: AlikeSites, k: int) -> tuple[Variable, Variable]:
-    """One piece's (K, U) sums of the first site of every kind at each state, and the
-    sum of its terms no site moves.
-
-    With ``code`` (:func:`piece_codes`), the terms are evaluated once per distinct code
-    the sums read and gathered with their multiplicities; without it, once per pair.
-    """
-    u = alike.first.size
-    pairs, rows = _used_pairs(own, alike, k)
-    if code is None:
-        terms = piece.evaluate(pairs)
-        term_of = np.arange(len(pairs))
-    else:
-        used = code[pairs[:, 0], pairs[:, 1]]
-        distinct, first_pair, term_of = np.unique(used, return_index=True,
-                                                  return_inverse=True)
-        terms = piece.evaluate(pairs[first_pair])
-        term_of = term_of.ravel()
-    # every row's distinct terms with their multiplicities, padded with an extra 0.0
-    # term (a 0 weight on a -inf term would be NaN)
+def _weighed(terms: Variable, term_of: np.ndarray, row_of: np.ndarray, n_rows: int
+             ) -> Variable:
+    """(n_rows,) sums ``sums[r] = sum of terms[term_of[i]] over the pairs i of row r``,
+    each row reading its distinct terms once, with their multiplicities."""
     n_terms = int(term_of.max(initial=-1)) + 1
-    n_rows = k * u + 1  # the last collects the terms no site moves
-    row_of = np.where(rows < 0, n_rows - 1, rows)
     key = row_of * (n_terms + 1) + term_of
     unique_keys, multiplicity = np.unique(key, return_counts=True)
     key_row, key_term = np.divmod(unique_keys, n_terms + 1)  # sorted by row
@@ -197,13 +178,61 @@ def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
         # (an occupancy model's sums are then its hand-written c log p + (J - c) log(1 - p))
         weight = np.zeros((n_rows, n_terms))
         weight[key_row, key_term] = multiplicity
-        sums = pt.switch(weight > 0, weight * terms[None, :], 0.0).sum(axis=1)
-        return sums[:-1].reshape((k, u)), sums[-1]
+        return pt.switch(weight > 0, weight * terms[None, :], 0.0).sum(axis=1)
     weight = _by_row(key_row, multiplicity.astype("float64"), n_rows, 0.0)
+    # padded with an extra 0.0 term, read by the padding (a 0 weight on a -inf term would
+    # be NaN); one flat gather, its gradient a one-dimensional scatter, compiled in C
     padded = pt.concatenate([terms, pt.zeros((1,), dtype="float64")])
-    # one flat gather (its gradient a one-dimensional scatter, compiled in C)
-    sums = (padded[index.ravel()].reshape(index.shape) * weight).sum(axis=1)
+    return (padded[index.ravel()].reshape(index.shape) * weight).sum(axis=1)
+
+
+def _terms_once(piece: PieceAtStates, code: np.ndarray | None, pairs: np.ndarray
+                ) -> tuple[Variable, np.ndarray]:
+    """The piece's terms at ``pairs``, each distinct code evaluated once (all of them
+    without ``code``), and the term each pair reads."""
+    if code is None:
+        return piece.evaluate(pairs), np.arange(len(pairs))
+    used = code[pairs[:, 0], pairs[:, 1]]
+    _, first_pair, term_of = np.unique(used, return_index=True, return_inverse=True)
+    return piece.evaluate(pairs[first_pair]), term_of.ravel()
+
+
+def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
+              alike: AlikeSites, k: int) -> tuple[Variable, Variable]:
+    """One piece's (K, U) sums of the first site of every kind at each state, and the
+    sum of its terms no site moves.
+
+    With ``code`` (:func:`piece_codes`), the terms are evaluated once per distinct code
+    the sums read and weighed with their multiplicities; without it, once per pair.
+    """
+    u = alike.first.size
+    pairs, rows = _used_pairs(own, alike, k)
+    terms, term_of = _terms_once(piece, code, pairs)
+    n_rows = k * u + 1  # the last collects the terms no site moves
+    sums = _weighed(terms, term_of, np.where(rows < 0, n_rows - 1, rows), n_rows)
     return sums[:-1].reshape((k, u)), sums[-1]
+
+
+def kind_columns(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
+                 alike: AlikeSites, k: int) -> tuple[list[Variable], Variable]:
+    """:func:`kind_sums` state by state: K (U,) sums, each from the terms of its own
+    state's graph (a piece given by ``rows``), so that summing the states out is
+    elementwise over columns that were never stacked into a table."""
+    u = alike.first.size
+    pairs, rows = _used_pairs(own, alike, k)
+    columns = []
+    for v in range(k):
+        chosen = (pairs[:, 0] == v) & (rows >= 0)
+        if not chosen.any():
+            columns.append(pt.zeros((u,), dtype="float64"))
+            continue
+        terms, term_of = _terms_once(piece, code, pairs[chosen])
+        columns.append(_weighed(terms, term_of, rows[chosen] - v * u, u))
+    outside = rows < 0
+    if not outside.any():
+        return columns, pt.constant(0.0)
+    terms, term_of = _terms_once(piece, code, pairs[outside])
+    return columns, _weighed(terms, term_of, np.zeros(int(outside.sum()), np.int64), 1)[0]
 
 
 def distinct_checks(held: Variable) -> Variable:

@@ -42,13 +42,14 @@ from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
 from pymc_discrete.pymc.summing.distinct_terms import (
     PieceAtStates,
     distinct_checks,
+    kind_columns,
     kind_sums,
     piece_codes,
     sites_by_codes,
     worth_codes,
 )
 
-__all__ = ["LOGADDEXP_MAX", "SiteSums", "logsumexp_rows", "marginal_log_density",
+__all__ = ["LOGADDEXP_MAX", "SiteSums", "logsumexp_rows", "marginal_log_density", "masked_columns",
            "marginal_logp_dlogp",
            "site_sums", "site_sums_graph", "summed_out"]
 
@@ -81,13 +82,17 @@ class SiteSums(NamedTuple):
     ``per_kind`` (U, K): the sums of the first site of every kind of alike sites
     (:mod:`~pymc_discrete.pymc.summing.alike_sites`), at each state; ``alike`` says which
     sites are of which kind (None: every site its own kind, U = N, in order). ``loose``:
-    the terms no site moves. ``held``: whether every parameter check held.
+    the terms no site moves. ``held``: whether every parameter check held. ``columns``:
+    the K columns of ``per_kind`` where they were built state by state (the stacked
+    ``per_kind`` is then read only where a table is needed): summing the states out
+    over the columns keeps the sums elementwise.
     """
 
     per_kind: Variable
     alike: AlikeSites | None
     loose: Variable
     held: Variable
+    columns: tuple[Variable, ...] | None = None
 
     def per_site(self) -> Variable:
         """(N, K): every site's sums."""
@@ -146,9 +151,12 @@ def site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRa
     if key not in cached:
         cached[key] = _read_site_sums(model, value_vars, point, exact, values)
     sums = cached[key]
-    per_kind, loose, held = fresh_copy([sums.per_kind, pt.as_tensor(sums.loose),
-                                        pt.as_tensor(sums.held)])
-    return SiteSums(per_kind, sums.alike, loose, held)
+    loose, held = pt.as_tensor(sums.loose), pt.as_tensor(sums.held)
+    if sums.columns is None:
+        per_kind, loose, held = fresh_copy([sums.per_kind, loose, held])
+        return SiteSums(per_kind, sums.alike, loose, held)
+    loose, held, *columns = fresh_copy([loose, held, *sums.columns])
+    return SiteSums(pt.stack(columns, axis=1), sums.alike, loose, held, tuple(columns))
 
 
 def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: ExactRatios,
@@ -186,9 +194,22 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
                      for p, size in enumerate(sizes)]
         checks = batched[len(pieces):]
     held = distinct_checks(all_of(checks))
-    distinct = _distinct_sums(at_states, owns, n, k)
+    by_state = at_states[0].rows is not None if at_states else False
+    distinct = _distinct_sums(at_states, owns, n, k, by_state)
     if distinct is not None:
-        return SiteSums(distinct[0].T, distinct[1], distinct[2], held)
+        sums, alike, loose = distinct
+        if by_state:
+            return SiteSums(pt.stack(sums, axis=1), alike, loose, held, tuple(sums))
+        return SiteSums(sums.T, alike, loose, held)
+    if by_state:
+        columns = [sum(_sum_by_site(piece.rows[v][None, :], own, n, 1)[0]
+                       for piece, own in zip(at_states, owns)) for v in range(k)]
+        loose_total = pt.constant(0.0)
+        for piece, own in zip(at_states, owns):
+            loose = np.flatnonzero(own < 0)  # elements no site moves: alike at every state
+            if loose.size:
+                loose_total = loose_total + piece.rows[0][loose].sum()
+        return SiteSums(pt.stack(columns, axis=1), None, loose_total, held, tuple(columns))
     per_site, loose_total = pt.zeros((k, n), dtype="float64"), pt.constant(0.0)
     for batch, own in zip(batched[:len(pieces)], owns):
         per_site = per_site + _sum_by_site(batch, own, n, k)
@@ -237,11 +258,13 @@ def _single_value_gathers(graphs: list[Variable]) -> list[Variable]:
 
 
 def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray], n: int,
-                   k: int) -> tuple[Variable, AlikeSites | None, Variable] | None:
-    """(K, U) sums of the first site of every kind, the kinds (None: every site its own,
-    in order) and the terms no site moves, each piece's terms evaluated once per distinct
-    term where that halves them (:mod:`~pymc_discrete.pymc.summing.distinct_terms`); None
-    where neither alike sites nor repeated terms save anything."""
+                   k: int, by_state: bool = False
+                   ) -> tuple[Variable | list, AlikeSites | None, Variable] | None:
+    """(K, U) sums of the first site of every kind (``by_state``: K (U,) columns), the
+    kinds (None: every site its own, in order) and the terms no site moves, each piece's
+    terms evaluated once per distinct term where that halves them
+    (:mod:`~pymc_discrete.pymc.summing.distinct_terms`); None where neither alike sites
+    nor repeated terms save anything."""
     codes = [piece_codes(piece) for piece in at_states]
     if any(code is None for code in codes):
         return None
@@ -249,11 +272,20 @@ def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray
     worth = [worth_codes(code, own, alike, k) for code, own in zip(codes, owns)]
     if alike.first.size == n and not any(worth):
         return None
-    per_kind, loose = pt.zeros((k, alike.first.size), dtype="float64"), pt.constant(0.0)
+    kinds = alike if alike.first.size < n else None
+    loose = pt.constant(0.0)
+    if by_state:
+        columns = [pt.zeros((alike.first.size,), dtype="float64")] * k
+        for piece, code, own, use in zip(at_states, codes, owns, worth):
+            sums, outside = kind_columns(piece, code if use else None, own, alike, k)
+            columns = [c + s for c, s in zip(columns, sums)]
+            loose = loose + outside
+        return columns, kinds, loose
+    per_kind = pt.zeros((k, alike.first.size), dtype="float64")
     for piece, code, own, use in zip(at_states, codes, owns, worth):
         sums, outside = kind_sums(piece, code if use else None, own, alike, k)
         per_kind, loose = per_kind + sums, loose + outside
-    return per_kind, (alike if alike.first.size < n else None), loose
+    return per_kind, kinds, loose
 
 
 def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
@@ -286,6 +318,9 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
     values = index + (0 if exact.offsets is None else exact.offsets[None, :])
     sums = site_sums(model, value_vars, point, exact, values)
     by_kind = sums.kind_mask(possible)
+    if by_kind is not None and sums.columns is not None:
+        return summed_out(rest + sums.loose, masked_columns(sums.columns, by_kind),
+                          sums.held, None if sums.alike is None else sums.alike.counts)
     if by_kind is None:  # alike sites that differ in their possible values
         return summed_out(rest + sums.loose, pt.switch(possible, sums.per_site(), -np.inf),
                           sums.held)
@@ -293,13 +328,26 @@ def marginal_log_density(model, value_vars: Sequence[Variable], point: dict,
                       sums.held, None if sums.alike is None else sums.alike.counts)
 
 
-def summed_out(rest: Variable, per_site: Variable, held: Variable,
+def summed_out(rest: Variable, per_site: Variable | Sequence[Variable], held: Variable,
                counts: np.ndarray | None = None) -> Variable:
     """``rest + sum_i counts_i logsumexp_v per_site[i, v]`` (``counts`` default 1), or
-    -inf where a check failed."""
+    -inf where a check failed; ``per_site`` a table or its columns."""
     sums = logsumexp_rows(per_site)
     total = sums.sum() if counts is None else (sums * counts).sum()
     return pt.switch(held, rest + total, -np.inf)
+
+
+def masked_columns(columns: Sequence[Variable], mask: np.ndarray,
+                   held: Variable | None = None) -> list[Variable]:
+    """The columns of a (N, K) table, -inf where ``mask`` (N, K) is False or, given
+    ``held``, where a parameter check failed."""
+    out = []
+    for v, column in enumerate(columns):
+        keep = None if mask[:, v].all() else pt.as_tensor(mask[:, v])
+        if held is not None:
+            keep = held if keep is None else pt.and_(held, keep)
+        out.append(column if keep is None else pt.switch(keep, column, -np.inf))
+    return out
 
 
 #: rows of at most this many values are summed by one elementwise ``logaddexp`` of their
@@ -309,9 +357,13 @@ def summed_out(rest: Variable, per_site: Variable, held: Variable,
 LOGADDEXP_MAX = 8
 
 
-def logsumexp_rows(table: Variable) -> Variable:
-    """(N,) graph: ``log sum_v exp(table[i, v])`` for a (N, K) ``table``; a row of -inf
-    sums to -inf, not NaN."""
+def logsumexp_rows(table: Variable | Sequence[Variable]) -> Variable:
+    """(N,) graph: ``log sum_v exp(table[i, v])`` for a (N, K) ``table``, or for its K
+    columns (N,) where they were built apart; a row of -inf sums to -inf, not NaN."""
+    if isinstance(table, list | tuple):
+        if len(table) <= LOGADDEXP_MAX:
+            return table[0] if len(table) == 1 else pt.logaddexp(*table)
+        table = pt.stack(table, axis=1)
     k = table.type.shape[1]
     if k is not None and k <= LOGADDEXP_MAX:
         return table[:, 0] if k == 1 else pt.logaddexp(*[table[:, v] for v in range(k)])

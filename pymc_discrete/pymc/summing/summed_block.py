@@ -37,7 +37,12 @@ from pymc_discrete.pymc.summing.collapsible import (
     site_of_term,
 )
 from pymc_discrete.pymc.summing.count_sum import grid_width
-from pymc_discrete.pymc.summing.marginal import logsumexp_rows, site_sums, site_sums_graph
+from pymc_discrete.pymc.summing.marginal import (
+    logsumexp_rows,
+    masked_columns,
+    site_sums,
+    site_sums_graph,
+)
 
 __all__ = ["COUNT_WIDTH_MARGIN", "SummedBlock", "cached_summed_block", "summed_block",
            "without_initial_values"]
@@ -98,20 +103,27 @@ class SummedBlock(NamedTuple):
     count_window: object = None
     per_kind: Variable | None = None
     alike: object = None
+    columns: tuple | None = None
 
     def total(self) -> Variable:
         """Scalar graph: the block summed out (the sum over every state of its terms)."""
         if self.layout is not None:
             return forward_log_normaliser(*self.tables)
         if self.per_kind is not None:
-            return (logsumexp_rows(self.per_kind) * self.alike.counts).sum() + self.loose
-        return logsumexp_rows(self.per_site).sum() + self.loose
+            return (logsumexp_rows(self._columns(self.per_kind)) * self.alike.counts
+                    ).sum() + self.loose
+        return logsumexp_rows(self._columns(self.per_site)).sum() + self.loose
 
     def site_logsumexp(self) -> Variable:
         """(N,) graph: every site's terms summed out."""
         if self.per_kind is not None:
-            return logsumexp_rows(self.per_kind)[self.alike.kind]
-        return logsumexp_rows(self.per_site)
+            return logsumexp_rows(self._columns(self.per_kind))[self.alike.kind]
+        return logsumexp_rows(self._columns(self.per_site))
+
+    def _columns(self, table: Variable) -> Variable | tuple:
+        """``table`` (by kind where there are kinds, else by site), or its columns where
+        they were built apart."""
+        return table if self.columns is None else self.columns
 
 
 def _is_finite_discrete(rv) -> bool:
@@ -215,10 +227,15 @@ def summed_block(model, count_width: int | None = None) -> SummedBlock:
     by_kind = sums.kind_mask(possible)
     per_kind = (masked(sums.per_kind, by_kind)
                 if sums.alike is not None and by_kind is not None else None)
+    # the columns the sums were built in, masked alike, where they are the table's
+    columns = None
+    if sums.columns is not None and (per_kind is not None or sums.alike is None):
+        columns = tuple(masked_columns(sums.columns, by_kind if per_kind is not None
+                                       else possible, sums.held))
     carriers = _carriers(plain, block, exact, point, readers)
     return SummedBlock(exact.var_names, plain, exact, possible, support.offsets, per_site,
                        sums.loose, readers, carriers, per_kind=per_kind,
-                       alike=None if per_kind is None else sums.alike)
+                       alike=None if per_kind is None else sums.alike, columns=columns)
 
 
 #: latent counts are summed over this many times the values their window needs at the
