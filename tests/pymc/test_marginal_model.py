@@ -87,6 +87,33 @@ def test_log_density_is_the_sum_over_every_discrete_state(name):
         assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
 
 
+def test_a_mixture_sums_its_labels_without_gathers():
+    """Labels drawn with learned weights (a Categorical reads ``log w`` at its value,
+    clipped) and two data points alike: every state reads rows of the weights and the
+    means, no gathered copy (the compiled log density and gradient index nothing by an
+    array), and the density is log-sum-exp over the 3^4 labellings."""
+    y = np.array([-1.2, 0.3, 0.3, 1.9])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(3))
+        mu = pm.Normal("mu", [-1.0, 0.0, 1.0], 1.0)
+        z = pm.Categorical("z", w, shape=y.size)
+        pm.Normal("y", mu[z], 0.8, observed=y)
+    summed = pmd.marginalize(model)
+    function = summed.logp_dlogp_function(ravel_inputs=True)
+    ops = {type(node.op).__name__
+           for node in function._pytensor_function.maker.fgraph.toposort()}
+    assert not ops & {"AdvancedSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor",
+                      "AdvancedIncSubtensor1"}
+    _, states = _discrete_states(model)
+    original, marginal = model.compile_logp(), summed.compile_logp()
+    rng = np.random.default_rng(1)
+    start = summed.initial_point()
+    for _ in range(3):
+        point = {k: v + rng.normal(0.0, 0.7, np.shape(v)) for k, v in start.items()}
+        exact = logsumexp([original({**point, **state}) for state in states])
+        assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+
+
 def test_the_pointwise_log_likelihood_is_by_site():
     """Each observation of a mixture carries its own site's sum: pm.compute_log_likelihood
     gives log sum_k w_k N(y_i | mu_k, sd) for every point i, in the data's shape."""

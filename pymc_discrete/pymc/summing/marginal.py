@@ -21,8 +21,10 @@ import pytensor.tensor as pt
 from pymc.model.core import ValueGradFunction
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import graph_inputs, toposort
-from pytensor.tensor.basic import get_underlying_scalar_constant_value
+from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.subtensor import AdvancedSubtensor
 from pytensor.tensor.type import discrete_dtypes
@@ -202,13 +204,11 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
             return SiteSums(pt.stack(sums, axis=1), alike, loose, held, tuple(sums))
         return SiteSums(sums.T, alike, loose, held)
     if by_state:
-        columns = [sum(_sum_by_site(piece.rows[v][None, :], own, n, 1)[0]
-                       for piece, own in zip(at_states, owns)) for v in range(k)]
-        loose_total = pt.constant(0.0)
+        columns, loose_total = [pt.zeros((n,), dtype="float64")] * k, pt.constant(0.0)
         for piece, own in zip(at_states, owns):
-            loose = np.flatnonzero(own < 0)  # elements no site moves: alike at every state
-            if loose.size:
-                loose_total = loose_total + piece.rows[0][loose].sum()
+            sums, outside = _site_columns(piece, own, n)
+            columns = [c + s for c, s in zip(columns, sums)]
+            loose_total = loose_total + outside
         return SiteSums(pt.stack(columns, axis=1), None, loose_total, held, tuple(columns))
     per_site, loose_total = pt.zeros((k, n), dtype="float64"), pt.constant(0.0)
     for batch, own in zip(batched[:len(pieces)], owns):
@@ -217,6 +217,15 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         if loose.size:
             loose_total = loose_total + batch[0, loose].sum()
     return SiteSums(per_site.T, None, loose_total, held)
+
+
+def _site_columns(piece: PieceAtStates, own: np.ndarray, n: int
+                  ) -> tuple[list[Variable], Variable]:
+    """A piece given state by state, summed by site at each state (by a reshape where
+    its elements follow the sites), and its terms no site moves (alike at every state)."""
+    columns = [_sum_by_site(row[None, :], own, n, 1)[0] for row in piece.rows]
+    loose = np.flatnonzero(own < 0)
+    return columns, (piece.rows[0][loose].sum() if loose.size else pt.constant(0.0))
 
 
 def _state(value_vars: Sequence[Variable], point: dict, row: np.ndarray) -> dict:
@@ -235,26 +244,64 @@ def _state(value_vars: Sequence[Variable], point: dict, row: np.ndarray) -> dict
 
 
 def _single_value_gathers(graphs: list[Variable]) -> list[Variable]:
-    """``graphs`` with every ``x[index]`` whose index holds one value v everywhere (a
-    mixture's ``mu[z]`` with the block at a state where every site is v) replaced by
-    ``x[v]`` broadcast: an elementwise term then reads a row instead of a gathered copy
-    of it, and its gradient sums instead of scattering."""
+    """``graphs`` with every ``x[index, ...]`` whose integer indices each hold one value
+    everywhere (a mixture's ``mu[z]``, or a Categorical's ``log_p[..., z]``, with the
+    block at a state where every site is v) replaced by ``x[v, ...]`` broadcast: an
+    elementwise term then reads a row instead of a gathered copy of it, and its gradient
+    sums instead of scattering."""
     replace = {}
     for node in toposort(graphs):
-        # one integer array indexing the first axis, nothing else: x[index]
-        if not (isinstance(node.op, AdvancedSubtensor) and len(node.inputs) == 2
-                and tuple(node.op.idx_list) == (0,)):
+        # integer arrays indexing the leading axes, nothing else: x[i0, i1, ...]
+        if not isinstance(node.op, AdvancedSubtensor):
             continue
-        x, index = node.inputs
-        if index.type.dtype not in discrete_dtypes or index.type.dtype == "bool":
+        x, *indices = node.inputs
+        if not indices or tuple(node.op.idx_list) != tuple(range(len(indices))):
             continue
-        try:
-            v = int(get_underlying_scalar_constant_value(index))
-        except NotScalarConstantError:
+        if any(i.type.dtype not in discrete_dtypes or i.type.dtype == "bool"
+               for i in indices):
             continue
+        values = [_single_value(i) for i in indices]
+        if any(v is None for v in values):
+            continue
+        values = [int(v) for v in values]
         out = node.outputs[0]
-        replace[out] = pt.broadcast_to(x[v], (*index.shape, *x.shape[1:]))
+        shape = [out.shape[d] if size is None else size
+                 for d, size in enumerate(out.type.shape)]
+        lead = out.type.ndim - (x.type.ndim - len(indices))  # the indices' broadcast
+        replace[out] = pt.broadcast_to(x[tuple(values)][(None,) * lead], shape)
     return graph_replace(graphs, replace, strict=False) if replace else graphs
+
+
+def _single_value(index: Variable, depth: int = 8) -> int | float | None:
+    """The one value a graph holds at every element, or None: a constant, or a fill of
+    one, read through broadcasts, dimension changes and elementwise operations of such
+    values (a Categorical's value clipped to ``[0, p.shape[-1] - 1]``), after PyTensor's
+    canonical rewrites where the graph reads shapes."""
+    for graph in (index, None):
+        if graph is None:
+            graph = rewrite_graph(index, include=("canonicalize", "ShapeOpt"))
+        value = _one_value(graph, depth)
+        if value is not None:
+            return value
+    return None
+
+
+def _one_value(var: Variable, depth: int) -> int | float | None:
+    try:
+        return get_underlying_scalar_constant_value(var).item()
+    except NotScalarConstantError:
+        pass
+    node = var.owner
+    if node is None or depth == 0:
+        return None
+    if isinstance(node.op, DimShuffle | Alloc):
+        return _one_value(node.inputs[0], depth - 1)
+    if isinstance(node.op, Elemwise) and len(node.outputs) == 1:
+        values = [_one_value(i, depth - 1) for i in node.inputs]
+        if any(v is None for v in values):
+            return None
+        return np.asarray(node.op.scalar_op.impl(*values)).astype(var.type.dtype).item()
+    return None
 
 
 def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray], n: int,
@@ -269,6 +316,10 @@ def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray
     if any(code is None for code in codes):
         return None
     alike = sites_by_codes(codes, owns, n)
+    if 2 * alike.first.size > n:
+        # kinds that do not halve the sites (two iris flowers measured alike) would cost
+        # a gather back to the sites for nothing: every site its own kind
+        alike = AlikeSites(np.arange(n), np.arange(n))
     worth = [worth_codes(code, own, alike, k) for code, own in zip(codes, owns)]
     if alike.first.size == n and not any(worth):
         return None
@@ -277,7 +328,10 @@ def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray
     if by_state:
         columns = [pt.zeros((alike.first.size,), dtype="float64")] * k
         for piece, code, own, use in zip(at_states, codes, owns, worth):
-            sums, outside = kind_columns(piece, code if use else None, own, alike, k)
+            if kinds is None and not use:  # every site its own, every term its own
+                sums, outside = _site_columns(piece, own, n)
+            else:
+                sums, outside = kind_columns(piece, code if use else None, own, alike, k)
             columns = [c + s for c, s in zip(columns, sums)]
             loose = loose + outside
         return columns, kinds, loose
