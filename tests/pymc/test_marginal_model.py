@@ -68,6 +68,19 @@ def _discrete_states(model) -> tuple[list[str], list[dict]]:
     return names, states
 
 
+def _assert_sum_over_every_state(model, summed, seed: int, points: int) -> None:
+    """At ``points`` continuous points near the initial one, ``summed``'s log density
+    equals log-sum-exp of ``model``'s over every joint discrete state, to 1e-9."""
+    _, states = _discrete_states(model)
+    original, marginal = model.compile_logp(), summed.compile_logp()
+    rng = np.random.default_rng(seed)
+    start = summed.initial_point()
+    for _ in range(points):
+        point = {k: v + rng.normal(0.0, 0.7, np.shape(v)) for k, v in start.items()}
+        exact = logsumexp([original({**point, **state}) for state in states])
+        assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_log_density_is_the_sum_over_every_discrete_state(name):
     """At random continuous points, the summed-out model's log density (with the
@@ -77,14 +90,7 @@ def test_log_density_is_the_sum_over_every_discrete_state(name):
     summed = pmd.marginalize(model)
     assert {rv.name for rv in summed.free_RVs} == {
         rv.name for rv in model.free_RVs if not rv.type.dtype.startswith("int")}
-    names, states = _discrete_states(model)
-    original, marginal = model.compile_logp(), summed.compile_logp()
-    rng = np.random.default_rng(0)
-    start = summed.initial_point()
-    for _ in range(5):
-        point = {k: v + rng.normal(0.0, 0.7, np.shape(v)) for k, v in start.items()}
-        exact = logsumexp([original({**point, **state}) for state in states])
-        assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+    _assert_sum_over_every_state(model, summed, seed=0, points=5)
 
 
 def test_a_mixture_sums_its_labels_without_gathers():
@@ -104,14 +110,7 @@ def test_a_mixture_sums_its_labels_without_gathers():
            for node in function._pytensor_function.maker.fgraph.toposort()}
     assert not ops & {"AdvancedSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor",
                       "AdvancedIncSubtensor1"}
-    _, states = _discrete_states(model)
-    original, marginal = model.compile_logp(), summed.compile_logp()
-    rng = np.random.default_rng(1)
-    start = summed.initial_point()
-    for _ in range(3):
-        point = {k: v + rng.normal(0.0, 0.7, np.shape(v)) for k, v in start.items()}
-        exact = logsumexp([original({**point, **state}) for state in states])
-        assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+    _assert_sum_over_every_state(model, summed, seed=1, points=3)
 
 
 def test_the_pointwise_log_likelihood_is_by_site():

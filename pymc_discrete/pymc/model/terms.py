@@ -31,9 +31,9 @@ from pytensor.tensor.shape import Reshape, SpecifyShape
 from pymc_discrete.pymc.model.local_terms import local_model_terms
 from pymc_discrete.pymc.model.stacking import stack_alike
 
-__all__ = ["BlockPieces", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
+__all__ = ["BlockPieces", "all_of", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
            "read_block_pieces", "split_into_pieces", "stacked_model_logp",
-           "states_as_constants", "without_checks", "all_of"]
+           "states_as_constants", "without_checks"]
 
 
 def split_into_pieces(term: Variable, block: Sequence[Variable]) -> list[Variable]:

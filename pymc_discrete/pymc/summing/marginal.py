@@ -175,7 +175,8 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         raise NotCollapsible(f"the block's terms number {sum(sizes)} in the graph and "
                              f"{owner.size} in its structure")
     owns = np.split(owner, np.cumsum(sizes)[:-1])
-    if k <= SEPARATE_STATES_MAX:
+    by_state = k <= SEPARATE_STATES_MAX
+    if by_state:
         # one copy of the graph per state: where every site takes the same value v, the
         # block is a constant fill of v, which PyTensor's rewrites push out of the
         # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
@@ -183,7 +184,6 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         rows = [_single_value_gathers(clone_replace([*unchecked, *helds],
                                                     _state(value_vars, point, values[v])))
                 for v in range(k)]
-        batched = [pt.stack([row[i] for row in rows]) for i in range(len(pieces))]
         checks = [row[i] for row in rows for i in range(len(pieces), len(rows[0]))]
         at_states = [PieceAtStates(k, size, rows=[row[p] for row in rows])
                      for p, size in enumerate(sizes)]
@@ -196,7 +196,6 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
                      for p, size in enumerate(sizes)]
         checks = batched[len(pieces):]
     held = distinct_checks(all_of(checks))
-    by_state = at_states[0].rows is not None if at_states else False
     distinct = _distinct_sums(at_states, owns, n, k, by_state)
     if distinct is not None:
         sums, alike, loose = distinct
@@ -277,13 +276,10 @@ def _single_value(index: Variable, depth: int = 8) -> int | float | None:
     one, read through broadcasts, dimension changes and elementwise operations of such
     values (a Categorical's value clipped to ``[0, p.shape[-1] - 1]``), after PyTensor's
     canonical rewrites where the graph reads shapes."""
-    for graph in (index, None):
-        if graph is None:
-            graph = rewrite_graph(index, include=("canonicalize", "ShapeOpt"))
-        value = _one_value(graph, depth)
-        if value is not None:
-            return value
-    return None
+    value = _one_value(index, depth)
+    if value is None:
+        value = _one_value(rewrite_graph(index, include=("canonicalize", "ShapeOpt")), depth)
+    return value
 
 
 def _one_value(var: Variable, depth: int) -> int | float | None:

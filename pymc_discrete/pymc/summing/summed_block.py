@@ -109,21 +109,22 @@ class SummedBlock(NamedTuple):
         """Scalar graph: the block summed out (the sum over every state of its terms)."""
         if self.layout is not None:
             return forward_log_normaliser(*self.tables)
+        sums = logsumexp_rows(self._by_state())
         if self.per_kind is not None:
-            return (logsumexp_rows(self._columns(self.per_kind)) * self.alike.counts
-                    ).sum() + self.loose
-        return logsumexp_rows(self._columns(self.per_site)).sum() + self.loose
+            return (sums * self.alike.counts).sum() + self.loose
+        return sums.sum() + self.loose
 
     def site_logsumexp(self) -> Variable:
         """(N,) graph: every site's terms summed out."""
-        if self.per_kind is not None:
-            return logsumexp_rows(self._columns(self.per_kind))[self.alike.kind]
-        return logsumexp_rows(self._columns(self.per_site))
+        sums = logsumexp_rows(self._by_state())
+        return sums if self.per_kind is None else sums[self.alike.kind]
 
-    def _columns(self, table: Variable) -> Variable | tuple:
-        """``table`` (by kind where there are kinds, else by site), or its columns where
-        they were built apart."""
-        return table if self.columns is None else self.columns
+    def _by_state(self) -> Variable | tuple:
+        """What is summed over the states: the columns where they were built apart, else
+        the table by kind where there are kinds, else by site."""
+        if self.columns is not None:
+            return self.columns
+        return self.per_site if self.per_kind is None else self.per_kind
 
 
 def _is_finite_discrete(rv) -> bool:
