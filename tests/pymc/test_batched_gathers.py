@@ -67,6 +67,49 @@ def test_flat_gather_equals_the_gather_of_every_state(name):
     np.testing.assert_array_equal(got, expected)
 
 
+def _scalar_gathers(a, b, mu):
+    """name -> (graph of the scalars a and b, whether the rewrite applies to it): what a
+    model written one variable per site indexes, stacked over its sites."""
+    log_p = pt.as_tensor(LOG_P)
+    return {
+        "a row by one scalar": (log_p[a], True),
+        "an element by two scalars": (log_p[a, b], True),
+        "an element of a row the other scalar chose": ((2.0 * log_p)[a][b], True),
+        "a negative scalar index": (log_p[-a - 1, b], True),
+        "rows of a variable": (mu[b], True),
+        "a slice after the scalar": (mu[b, 1:3], False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_scalar_gathers(pt.lscalar(), pt.lscalar(),
+                                                      pt.matrix())))
+def test_flat_scalar_gather_equals_the_gather_of_every_member(name):
+    """Scalar indices stacked over members (``vectorize_graph``: a ``Blockwise`` loop of
+    the scalar gather) read as one advanced index, with the same values and gradient."""
+    a, b = pt.lscalar("a"), pt.lscalar("b")
+    mu = pt.matrix("mu")
+    graph, applies = _scalar_gathers(a, b, mu)[name]
+    a_s, b_s = pt.lvector("a_s"), pt.lvector("b_s")
+    batched = vectorize_graph(graph, replace={a: a_s, b: b_s})
+    [flat] = flatten_batched_gathers([batched])
+    assert _blockwise_gathers(batched) >= 1
+    assert (_blockwise_gathers(flat) == 0) is applies
+    x = RNG.integers(0, K, (2, 7))
+    one = pytensor.function([a, b, mu], graph, on_unused_input="ignore")
+    expected = np.stack([one(i, j, MU) for i, j in x.T])
+    gradient = pt.grad(flat.sum(), mu, disconnected_inputs="ignore")
+    # PyTensor's numba code for a Blockwise of a slice does not compile: the graphs the
+    # rewrite leaves alone run in Python
+    fn = pytensor.function([a_s, b_s, mu], [flat, gradient],
+                           mode="NUMBA" if applies else "FAST_COMPILE", on_unused_input="ignore")
+    got, gradient = fn(x[0], x[1], MU)
+    np.testing.assert_array_equal(got, expected)
+    expected_gradient = pytensor.function(
+        [a_s, b_s, mu], pt.grad(batched.sum(), mu, disconnected_inputs="ignore"),
+        on_unused_input="ignore")(x[0], x[1], MU)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-12)
+
+
 def test_exact_ratios_of_a_one_hot_lattice_gather_in_one_call():
     side = 4
     with pm.Model() as model:

@@ -394,3 +394,40 @@ def test_summed_out_readers_share_one_graph_and_read_their_value_or_refuse():
     states = itertools.product(range(3), repeat=n)
     exact = logsumexp([original({**point, names[0]: np.array(state)}) for state in states])
     assert marginal(point) == pytest.approx(exact, abs=1e-9, rel=1e-12)
+
+
+def test_the_initial_point_is_compiled_once_with_the_same_draws(registered, monkeypatch):
+    """A registered ``pm.sample`` compiles the model's plain initial-point function once
+    (the package's reading and PyMC's chains share it), and draws exactly what it draws
+    when each compiles its own."""
+    import contextlib
+
+    import pymc as pm
+    from pymc.model import core
+
+    from pymc_discrete.pymc.choosing import summed_route
+
+    compiled = []
+    original = core.make_initial_point_fn
+
+    def counted(**kwargs):
+        compiled.append(not kwargs.get("overrides") and not kwargs.get("jitter_rvs"))
+        return original(**kwargs)
+
+    monkeypatch.setattr(core, "make_initial_point_fn", counted)
+
+    def run():
+        with per_variable("hmm", 8):
+            return pm.sample(draws=30, tune=30, chains=2, cores=1, random_seed=5,
+                             progressbar=False, compute_convergence_checks=False)
+
+    shared = run()
+    assert compiled == [True]
+    monkeypatch.setattr(summed_route, "one_initial_point_function",
+                        lambda model: contextlib.nullcontext())
+    compiled.clear()
+    apart = run()
+    assert compiled.count(True) == 2
+    for name in shared.posterior.data_vars:
+        np.testing.assert_array_equal(shared.posterior[name].values,
+                                      apart.posterior[name].values)

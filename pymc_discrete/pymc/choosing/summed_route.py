@@ -26,6 +26,7 @@ from pytensor.link.jax.linker import JAXLinker
 from pytensor.link.numba.linker import NumbaLinker
 
 from pymc_discrete.kernels.counts import MAX_COUNT
+from pymc_discrete.pymc.choosing.initial_points import one_initial_point_function
 from pymc_discrete.pymc.summing.chain_sum import register_jax
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 from pymc_discrete.pymc.summing.count_sum import grid_width
@@ -192,10 +193,11 @@ def wrap_sample(sample):
     @functools.wraps(sample)
     def routed(*args, **kwargs):
         model = modelcontext(kwargs.get("model"))
-        sampler, why = _route(model, kwargs)
-        if sampler is None:
-            return sample(*args, **kwargs)
-        return summed_out_sample(model, sampler, why, args, kwargs, sample)
+        with one_initial_point_function(model):
+            sampler, why = _route(model, kwargs)
+            if sampler is None:
+                return sample(*args, **kwargs)
+            return summed_out_sample(model, sampler, why, args, kwargs, sample)
 
     routed.__wrapped_by_pymc_discrete__ = True
     return routed

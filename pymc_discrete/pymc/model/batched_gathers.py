@@ -26,7 +26,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.subtensor import AdvancedSubtensor, advanced_subtensor
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, advanced_subtensor
 from pytensor.tensor.type import integer_dtypes
 
 __all__ = ["flatten_batched_gathers"]
@@ -34,9 +34,12 @@ __all__ = ["flatten_batched_gathers"]
 
 @node_rewriter([Blockwise])
 def _flat_gather(fgraph, node):
-    """``Blockwise(AdvancedSubtensor)`` of an unbatched array and integer indices as one
-    advanced index (None where the rewrite does not apply)."""
+    """``Blockwise(AdvancedSubtensor)`` of an unbatched array and integer indices, or
+    ``Blockwise(Subtensor)`` of scalar integer indices, as one advanced index (None where
+    the rewrite does not apply)."""
     op = node.op
+    if isinstance(op.core_op, Subtensor):
+        return _flat_scalar_gather(node)
     if not isinstance(op.core_op, AdvancedSubtensor):
         return None
     entries = op.core_op.idx_list
@@ -66,6 +69,36 @@ def _flat_gather(fgraph, node):
         aligned.append(index)
     [old] = node.outputs
     new = advanced_subtensor(array, *aligned, *entries[n_indices:])
+    if new.type != old.type:
+        new = old.type.filter_variable(new, allow_convert=True)
+    return [new]
+
+
+def _flat_scalar_gather(node):
+    """``Blockwise(Subtensor)`` whose entries are all scalar integer indices (``mu[z]``,
+    ``P[z_prev]`` vectorised over stacked sites) as one advanced index. Where the array
+    itself is batched (``p[z]`` with ``p = P[z_prev]`` stacked), every batch axis reads
+    its own row by an ``arange`` index."""
+    op = node.op
+    entries = op.core_op.idx_list
+    if not entries or any(isinstance(entry, slice) for entry in entries):
+        return None
+    array, *indices = node.inputs
+    if any(index.type.dtype not in integer_dtypes for index in indices):
+        return None
+    batch_ndim = op.batch_ndim(node)
+    array_batch = array.type.ndim - len(op.inputs_sig[0])
+    if array_batch and all(array.type.broadcastable[:array_batch]):
+        array, leading = array.squeeze(axis=tuple(range(array_batch))), []
+    elif array_batch == batch_ndim:
+        leading = [pt.arange(array.shape[axis]).reshape(
+            tuple(-1 if a == axis else 1 for a in range(batch_ndim)))
+            for axis in range(batch_ndim)]
+    else:
+        return None
+    aligned = [pt.shape_padleft(index, batch_ndim - index.type.ndim) for index in indices]
+    [old] = node.outputs
+    new = advanced_subtensor(array, *leading, *aligned)
     if new.type != old.type:
         new = old.type.filter_variable(new, allow_convert=True)
     return [new]

@@ -39,6 +39,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.shape import Reshape
 from pytensor.tensor.subtensor import Subtensor
 
+from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 
 __all__ = ["StackedTerms", "gather_joined_sites", "join_block_inputs", "stack_alike"]
@@ -142,7 +143,9 @@ def stack_alike(terms: Sequence[Variable], block: Sequence[Variable]) -> Stacked
         if not site_differs:
             continue  # a vectorised model's terms: left as they are
         try:
-            term = vectorize_graph(terms[members[0]], replace=replace)
+            # a scalar index vectorised is a Blockwise loop: read as one gather
+            [term] = flatten_batched_gathers([vectorize_graph(terms[members[0]],
+                                                              replace=replace)])
         except Exception:  # an op PyTensor cannot vectorise: the terms stay apart
             continue
         if term.type.ndim != terms[members[0]].type.ndim + 1:
@@ -227,7 +230,8 @@ def join_block_inputs(point: dict, outputs: Sequence[Variable], inputs: Sequence
     Returns
     -------
     outputs : list of Variable
-        ``outputs`` reading the joined vector, each cloned on its own as PyMC's are.
+        ``outputs`` reading the joined vector, cloned together (PyMC clones each on its
+        own).
     joined : Variable
         The joined vector, ``"joined_inputs"``.
     """
@@ -250,4 +254,6 @@ def join_block_inputs(point: dict, outputs: Sequence[Variable], inputs: Sequence
         replace[var] = var.type.filter_variable(element.astype(var.type.dtype))
         lo += size
     replace.update(shared or {})
-    return [clone_replace(output, replace, rebuild_strict=False) for output in outputs], joined
+    # cloned together: outputs that share subgraphs (a vector and its pieces) share
+    # their copies, where cloning each on its own copies the shared part every time
+    return list(clone_replace(list(outputs), replace, rebuild_strict=False)), joined
