@@ -39,6 +39,8 @@ def _gathers(z, mu):
                                 np.array([0, 2, 1, 1])].ravel(), True),
         "a constant index first": (pt.as_tensor(LOG_P)[np.arange(12) % K, z], True),
         "whole axis after the index": (mu[z, :].ravel(), True),
+        "an index into rows the state chose": (
+            pt.as_tensor(LOG_P)[z][np.arange(12), z[::-1]], True),
         "bounded slice after the index": (mu[z, 1:3].ravel(), False),
         "slice before the index": (mu.T[:, z].ravel(), False),
     }

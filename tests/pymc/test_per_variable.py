@@ -431,3 +431,11 @@ def test_the_initial_point_is_compiled_once_with_the_same_draws(registered, monk
     for name in shared.posterior.data_vars:
         np.testing.assert_array_equal(shared.posterior[name].values,
                                       apart.posterior[name].values)
+
+
+def test_messages_name_a_large_block_by_its_first_and_last_variables():
+    from pymc_discrete.pymc.model.setup_progress import listed
+
+    assert listed(["a", "b"]) == "a, b"
+    names = [f"z_{t}" for t in range(300)]
+    assert listed(names) == "z_0, z_1, z_2, ..., z_299 (300 variables)"

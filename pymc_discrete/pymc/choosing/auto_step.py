@@ -21,6 +21,7 @@ from pymc.step_methods.hmc.base_hmc import BaseHMC
 from pymc_discrete.pymc.choosing.recommend import Recommendation, recommend, recommend_counts
 from pymc_discrete.pymc.choosing.stacked_nuts import has_stacked_logp, stacked_nuts
 from pymc_discrete.pymc.model.counts import is_count
+from pymc_discrete.pymc.model.setup_progress import listed
 from pymc_discrete.pymc.model.validation import site_support_problem
 from pymc_discrete.pymc.steps.albp import ALBP
 from pymc_discrete.pymc.steps.count_step import CountLBP
@@ -148,8 +149,8 @@ class AutoStep(BlockedStep):
                                  exact_ratios=choice.exact_ratios, **nuts_kwargs)
             step.choice_reason = choice.reason
             _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s.",
-                      ", ".join(step.exact_ratios.var_names),
-                      ", ".join(v.name for v in continuous), choice.reason)
+                      listed(step.exact_ratios.var_names),
+                      listed(v.name for v in continuous), choice.reason)
             return step
         if choice.step is PairedFlip and continuous and not step_kwargs:
             return cls._paired_steps(choice, discrete, continuous, model, initial_point,
@@ -175,7 +176,7 @@ class AutoStep(BlockedStep):
         out (:func:`recommend_counts`), else CountLBP for the counts beside the steps
         the rest would get."""
         plan = _count_plan(model)
-        names = ", ".join(v.name for v in counts)
+        names = listed(v.name for v in counts)
         readable = not isinstance(plan, str)
         exact = plan.exact_ratios if readable and \
             plan.exact_ratios.var_names == tuple(v.name for v in counts) else None
@@ -193,7 +194,7 @@ class AutoStep(BlockedStep):
                 step.choice_reason = plan.reason
                 _log.info("pymc_discrete chose CollapsedNUTS for [%s] with NUTS for [%s]: %s "
                           "(window of %d values read at set-up).", names,
-                          ", ".join(v.name for v in continuous), plan.reason,
+                          listed(v.name for v in continuous), plan.reason,
                           step.count_window.width)
                 return step
         step = CountLBP(counts, model=model, initial_point=initial_point,
@@ -225,7 +226,7 @@ class AutoStep(BlockedStep):
         gaussian = flip.newton_steps == 1 and flip.refresh
         rest = [v for v in continuous if not (gaussian and v is choice.coefficients)]
         _log.info("pymc_discrete chose PairedFlip for [%s] with NUTS for [%s]: %s%s.",
-                  ", ".join(v.name for v in discrete), ", ".join(v.name for v in rest),
+                  listed(v.name for v in discrete), listed(v.name for v in rest),
                   choice.reason, "; its conditional is Gaussian, so the flips draw "
                   f"{choice.coefficients.name} exactly" if gaussian else "")
         if not rest:
@@ -243,7 +244,7 @@ class AutoStep(BlockedStep):
                               initial_point=initial_point, compile_kwargs=compile_kwargs)
             step.choice_reason = reason
             _log.info("pymc_discrete chose PairedFlip for [%s]: %s.",
-                      ", ".join(v.name for v in discrete), reason)
+                      listed(v.name for v in discrete), reason)
             return step
         if step_class is PairedFlip:  # options of the other steps: the block's sweep
             step_class = BlockedGibbs
@@ -258,7 +259,7 @@ class AutoStep(BlockedStep):
                           compile_kwargs=compile_kwargs,
                           exact_ratios=None if split else choice.exact_ratios, **kwargs)
         step.choice_reason = reason
-        names = ", ".join(v.name for v in step.vars)
+        names = listed(v.name for v in step.vars)
         if isinstance(step, ALBP):
             _log.info("pymc_discrete chose ALBP(proposal=%r) for [%s]: %s; %s.", step.proposal,
                       names, reason, step.proposal_reason)

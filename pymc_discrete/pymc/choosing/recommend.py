@@ -68,6 +68,7 @@ from pymc_discrete.pymc.model.pairing import (
     spike_to_slab,
     switched_coefficients,
 )
+from pymc_discrete.pymc.model.setup_progress import listed
 from pymc_discrete.pymc.model.terms import block_terms
 from pymc_discrete.pymc.model.validation import block_value_vars, check_discrete_block
 from pymc_discrete.pymc.steps.albp import ALBP
@@ -232,7 +233,7 @@ def recommend_counts(vars, model=None, initial_point=None,
         raise ValueError(f"recommend_counts takes latent counts only, not {not_counts}")
     if initial_point is None:
         initial_point = model.initial_point()
-    names = ", ".join(v.name for v in value_vars)
+    names = listed(v.name for v in value_vars)
     exact = count_exact_ratios(model, value_vars, initial_point, compile_kwargs)
     n_sites, n_colours = exact.n_sites, exact.structure.n_colours
     if any(ALBP.competence(rv) > Competence.INCOMPATIBLE for rv in model.free_RVs):
@@ -286,7 +287,7 @@ def recommend(vars=None, model=None, initial_point=None,
         if rvs and all(is_count(rv) for rv in rvs):
             return recommend_counts(rvs, model, initial_point, compile_kwargs)
     value_vars, initial_point, support = _block(vars, model, initial_point)
-    names = ", ".join(v.name for v in value_vars)
+    names = listed(v.name for v in value_vars)
     n_sites = int(support.n_values.size)
     n_categories = None if support.is_binary else support.n_values
     shared = make_shared_replacements(initial_point, value_vars, model)

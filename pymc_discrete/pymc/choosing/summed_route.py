@@ -27,6 +27,7 @@ from pytensor.link.numba.linker import NumbaLinker
 
 from pymc_discrete.kernels.counts import MAX_COUNT
 from pymc_discrete.pymc.choosing.initial_points import one_initial_point_function
+from pymc_discrete.pymc.model.setup_progress import listed
 from pymc_discrete.pymc.summing.chain_sum import register_jax
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 from pymc_discrete.pymc.summing.count_sum import grid_width
@@ -132,7 +133,7 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
                else "site by site")
         _log.info("pymc-discrete: %s summed out %s; sampling the rest with %s (%s), then "
                   "drawing %s exactly from their conditional at every draw",
-                  ", ".join(block.names), how, sampler, why, ", ".join(block.names))
+                  listed(block.names), how, sampler, why, listed(block.names))
     if sampler in ("numpyro", "blackjax") and block.layout is not None:
         register_jax()  # the chain's forward algorithm, for PyTensor's JAX backend
     width = None

@@ -53,13 +53,19 @@ def _flat_gather(fgraph, node):
     core_ndims = [len(signature) for signature in op.inputs_sig]
     batch_ndim = op.batch_ndim(node)
     array_batch = array.type.ndim - core_ndims[0]
-    if array_batch and not all(array.type.broadcastable[:array_batch]):
-        return None  # the array differs between states
     if any(index.type.dtype not in integer_dtypes for index in indices):
         return None
-    array = array.squeeze(axis=tuple(range(array_batch))) if array_batch else array
     index_core = core_ndims[1:]
     widest = max(index_core, default=0)
+    leading = []
+    if array_batch and all(array.type.broadcastable[:array_batch]):
+        array = array.squeeze(axis=tuple(range(array_batch)))
+    elif array_batch == batch_ndim:
+        # the array differs between states (a Categorical's p[value] with p = P[z_prev]
+        # stacked): every batch axis reads its own entry by an arange index
+        leading = _batch_aranges(array, batch_ndim, batch_ndim + widest)
+    elif array_batch:
+        return None
     aligned = []
     for index, core in zip(indices, index_core, strict=True):
         # batch axes first, padded on the left to the node's; then the core axes, padded
@@ -68,10 +74,17 @@ def _flat_gather(fgraph, node):
         index = pt.expand_dims(index, tuple(range(batch_ndim, batch_ndim + widest - core)))
         aligned.append(index)
     [old] = node.outputs
-    new = advanced_subtensor(array, *aligned, *entries[n_indices:])
+    new = advanced_subtensor(array, *leading, *aligned, *entries[n_indices:])
     if new.type != old.type:
         new = old.type.filter_variable(new, allow_convert=True)
     return [new]
+
+
+def _batch_aranges(array: Variable, batch_ndim: int, ndim: int) -> list[Variable]:
+    """For every batch axis of ``array``, the index of its entries along that axis alone
+    (``arange`` shaped to broadcast against the other indices, of ``ndim`` axes)."""
+    return [pt.arange(array.shape[axis]).reshape(
+        tuple(-1 if a == axis else 1 for a in range(ndim))) for axis in range(batch_ndim)]
 
 
 def _flat_scalar_gather(node):
@@ -91,9 +104,7 @@ def _flat_scalar_gather(node):
     if array_batch and all(array.type.broadcastable[:array_batch]):
         array, leading = array.squeeze(axis=tuple(range(array_batch))), []
     elif array_batch == batch_ndim:
-        leading = [pt.arange(array.shape[axis]).reshape(
-            tuple(-1 if a == axis else 1 for a in range(batch_ndim)))
-            for axis in range(batch_ndim)]
+        leading = _batch_aranges(array, batch_ndim, batch_ndim)
     else:
         return None
     aligned = [pt.shape_padleft(index, batch_ndim - index.type.ndim) for index in indices]

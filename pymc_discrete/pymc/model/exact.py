@@ -30,7 +30,7 @@ from pymc_discrete.kernels.structure import (
 from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.model.reproducible import compile_function
-from pymc_discrete.pymc.model.setup_progress import SetupProgress
+from pymc_discrete.pymc.model.setup_progress import SetupProgress, listed
 from pymc_discrete.pymc.model.stacking import gather_joined_sites, join_block_inputs
 from pymc_discrete.pymc.model.step_cost import exact_call
 from pymc_discrete.pymc.model.structure_reading import (
@@ -117,7 +117,7 @@ class ExactRatios(StructureReading):
         #: the shape of every variable of the block, in block order
         self.shapes = tuple(np.shape(point[v.name]) for v in value_vars)
         n_sites = int(sum(np.size(point[v.name]) for v in value_vars))
-        names = ", ".join(v.name for v in value_vars)
+        names = listed(v.name for v in value_vars)
         progress = SetupProgress(f"exact local ratios of {names} ({n_sites} sites)")
         seconds: dict[str, float] = {}
         tick = time.perf_counter()

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-__all__ = ["PROGRESS_AFTER", "PROGRESS_EVERY", "SetupProgress", "log"]
+__all__ = ["PROGRESS_AFTER", "PROGRESS_EVERY", "SetupProgress", "listed", "log"]
 
 #: Set-up longer than this (seconds) says what it is doing.
 PROGRESS_AFTER = 3.0
@@ -25,6 +25,20 @@ PROGRESS_EVERY = 10.0
 #: configuration otherwise. A top-level "pymc_discrete" logger would need a handler of
 #: its own to show INFO by default.
 log = logging.getLogger("pymc.pymc_discrete")
+
+
+#: a message names at most this many variables in full
+LISTED_NAMES = 8
+
+
+def listed(names) -> str:
+    """Variable names for a message: all of them, or for a model written one variable
+    per site the first and the last ("z_0, z_1, z_2, ..., z_299 (300 variables)"), so
+    that a line says which block it is without a thousand names."""
+    names = [str(name) for name in names]
+    if len(names) <= LISTED_NAMES:
+        return ", ".join(names)
+    return f"{', '.join(names[:3])}, ..., {names[-1]} ({len(names)} variables)"
 
 
 class SetupProgress:

@@ -26,6 +26,7 @@ model's terms all read the same block variables, and are left exactly as they ar
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -71,6 +72,11 @@ class StackedTerms:
         return int(sum(m.size for m in self.members if m.size > 1))
 
 
+#: term -> {block: its leaves and signature}: a model's terms are stacked for its whole
+#: log density and again for a block's pieces, the same graphs
+_SIGNATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _leaves_and_signature(term: Variable, block: frozenset) -> tuple[list, tuple] | None:
     """The leaves of ``term``'s graph in order of first use, and a hashable signature:
     two terms with equal signatures compute the same function of their leaves.
@@ -79,6 +85,14 @@ def _leaves_and_signature(term: Variable, block: frozenset) -> tuple[list, tuple
     (kept by identity: the same continuous variable or shared array in every member)."""
     if term.owner is None:
         return None  # a bare leaf: nothing to vectorise
+    known = _SIGNATURES.setdefault(term, {})
+    if block not in known:
+        known[block] = _read_leaves_and_signature(term, block)
+    return known[block]
+
+
+def _read_leaves_and_signature(term: Variable, block: frozenset) -> tuple[list, tuple] | None:
+    """:func:`_leaves_and_signature`, read."""
 
     def token(leaf: Variable, k: int) -> tuple:
         if leaf in block:

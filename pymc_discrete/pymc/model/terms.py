@@ -130,11 +130,21 @@ class BlockPieces(NamedTuple):
     sources: list[tuple[str, ...]]
 
 
-def _raveled(piece: Variable) -> Variable:
-    """``piece.ravel()``; a scalar as a one-element vector without the shape checks a
-    ravel builds (milliseconds each, thousands on a model written one variable per
-    site)."""
-    return piece[None] if piece.type.ndim == 0 else piece.ravel()
+#: model -> {piece: its raveled float64 graph}: one graph per piece of the model's cached
+#: terms, so that what is read off it (its shape's signature, when stacking) is read once
+_RAVELED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _raveled(piece: Variable, model) -> Variable:
+    """``piece.ravel()`` as float64, the same graph for the same piece of ``model``; a
+    scalar as a one-element vector without the shape checks a ravel builds (milliseconds
+    each, thousands on a model written one variable per site)."""
+    known = _RAVELED.setdefault(model, {})
+    raveled = known.get(piece)
+    if raveled is None:
+        cast = pt.cast(piece, "float64")
+        raveled = known[piece] = cast[None] if cast.type.ndim == 0 else cast.ravel()
+    return raveled
 
 
 #: model -> (its named variables, its variables and their elementwise log densities)
@@ -186,9 +196,26 @@ def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
     return rvs, terms
 
 
+#: model -> {(its named variables, the block's names): BlockPieces before the copy}
+_PIECES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
     """The pieces of the model's log density that depend on the block, where they come
-    from, and the rest (:class:`BlockPieces`)."""
+    from, and the rest (:class:`BlockPieces`). Read once per model and block (a block's
+    steps read them several times; stacking a model written one variable per site is
+    most of it), a fresh copy for every caller (:func:`fresh_copy`)."""
+    key = (tuple(model.named_vars), tuple(v.name for v in value_vars))
+    cached = _PIECES.setdefault(model, {})
+    if key not in cached:
+        cached[key] = _read_block_pieces(model, value_vars)
+    read = cached[key]
+    *pieces, rest = fresh_copy([*read.pieces, read.rest])
+    return BlockPieces(pieces, rest, read.sources)
+
+
+def _read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
+    """:func:`read_block_pieces`, read (the graphs not copied)."""
     rvs, terms = _cached_terms(model)
     pieces, names, others = [], [], []
     for rv, term in zip(rvs, terms, strict=True):
@@ -197,15 +224,14 @@ def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
             continue
         for piece in split_into_pieces(term, value_vars):
             if variable_depends_on(piece, value_vars):
-                pieces.append(_raveled(pt.cast(piece, "float64")))
+                pieces.append(_raveled(piece, model))
                 names.append(rv.name)
             else:
                 others.append(piece)
     rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
     stacked = stack_alike(pieces, value_vars)
     sources = [tuple(names[i] for i in members) for members in stacked.members]
-    *stacked_terms, rest = fresh_copy([*stacked.terms, rest])
-    return BlockPieces(stacked_terms, rest, sources)
+    return BlockPieces(stacked.terms, rest, sources)
 
 
 def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
@@ -225,7 +251,7 @@ def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
         float64 scalar, equal to ``model.logp()``.
     """
     _, terms = _cached_terms(model)
-    stacked = stack_alike([_raveled(pt.cast(t, "float64")) for t in terms], block)
+    stacked = stack_alike([_raveled(t, model) for t in terms], block)
     if not stacked.n_stacked:
         return None
     return fresh_copy([pt.add(*[t.sum() for t in stacked.terms])])[0]
