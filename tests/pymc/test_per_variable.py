@@ -398,23 +398,26 @@ def test_summed_out_readers_share_one_graph_and_read_their_value_or_refuse():
 
 def test_the_initial_point_is_compiled_once_with_the_same_draws(registered, monkeypatch):
     """A registered ``pm.sample`` compiles the model's plain initial-point function once
-    (the package's reading and PyMC's chains share it), and draws exactly what it draws
-    when each compiles its own."""
+    (the package's reading and PyMC's chains share it, compiled without rewrites), and
+    draws exactly what it draws when each compiles PyMC's own."""
     import contextlib
 
     import pymc as pm
     from pymc.model import core
 
-    from pymc_discrete.pymc.choosing import summed_route
+    from pymc_discrete.pymc.choosing import initial_points, summed_route
 
     compiled = []
-    original = core.make_initial_point_fn
+    pymcs, ours = core.make_initial_point_fn, initial_points.plain_initial_point_function
 
-    def counted(**kwargs):
-        compiled.append(not kwargs.get("overrides") and not kwargs.get("jitter_rvs"))
-        return original(**kwargs)
+    def counted(kind, make):
+        def compile_counted(*args, **kwargs):
+            compiled.append(kind)
+            return make(*args, **kwargs)
+        return compile_counted
 
-    monkeypatch.setattr(core, "make_initial_point_fn", counted)
+    monkeypatch.setattr(core, "make_initial_point_fn", counted("pymc", pymcs))
+    monkeypatch.setattr(initial_points, "plain_initial_point_function", counted("ours", ours))
 
     def run():
         with per_variable("hmm", 8):
@@ -422,12 +425,12 @@ def test_the_initial_point_is_compiled_once_with_the_same_draws(registered, monk
                              progressbar=False, compute_convergence_checks=False)
 
     shared = run()
-    assert compiled == [True]
+    assert compiled == ["ours"]
     monkeypatch.setattr(summed_route, "one_initial_point_function",
                         lambda model: contextlib.nullcontext())
     compiled.clear()
     apart = run()
-    assert compiled.count(True) == 2
+    assert compiled == ["pymc", "pymc"]
     for name in shared.posterior.data_vars:
         np.testing.assert_array_equal(shared.posterior[name].values,
                                       apart.posterior[name].values)
