@@ -29,7 +29,6 @@ Imports: PyTensor and NumPy only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
@@ -44,12 +43,25 @@ from pytensor.tensor.subtensor import Subtensor, get_idx_list
 __all__ = ["AlikeSites", "elements_at", "record_codes"]
 
 
-class _Rebuilt(NamedTuple):
+class _Rebuilt:
     """A variable rebuilt at R elements: ``graph`` (R values, or 0-d when they are equal
-    by construction), and ``values`` (R,) when every one is a known constant."""
+    by construction), and ``values`` (R,) when every one is a known constant. A known
+    constant's graph is built only when read: a model written one variable per site
+    stacks thousands of scalar constants that are folded, never put in a graph."""
 
-    graph: Variable
-    values: np.ndarray | None
+    __slots__ = ("_graph", "_dtype", "values")
+
+    def __init__(self, graph: Variable | None, values: np.ndarray | None,
+                 dtype: str | None = None) -> None:
+        self._graph, self.values, self._dtype = graph, values, dtype
+
+    @property
+    def graph(self) -> Variable:
+        if self._graph is None:
+            values = self.values
+            value = values[0] if values.size and np.all(values == values[0]) else values
+            self._graph = pt.constant(value, dtype=self._dtype)
+        return self._graph
 
 
 class _Walk:
@@ -269,11 +281,8 @@ def _fold_reduce(op, values: np.ndarray, dtype: str) -> np.ndarray | None:
 
 
 def _constant(values: np.ndarray, dtype: str) -> _Rebuilt:
-    """Known values as a rebuilt constant (0-d when they are all equal)."""
-    values = np.asarray(values, dtype=dtype)
-    if values.size and np.all(values == values[0]):
-        return _Rebuilt(pt.constant(values[0], dtype=dtype), values)
-    return _Rebuilt(pt.constant(values, dtype=dtype), values)
+    """Known values as a rebuilt constant (its graph 0-d when they are all equal)."""
+    return _Rebuilt(None, np.asarray(values, dtype=dtype), dtype)
 
 
 def _fold(op: Elemwise, values: Sequence[np.ndarray], n_out: int, size: int
