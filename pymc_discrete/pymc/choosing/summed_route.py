@@ -27,6 +27,7 @@ from pytensor.link.numba.linker import NumbaLinker
 
 from pymc_discrete.kernels.counts import MAX_COUNT
 from pymc_discrete.pymc.choosing.initial_points import one_initial_point_function
+from pymc_discrete.pymc.choosing.scalar_trace import with_recording_trace
 from pymc_discrete.pymc.model.setup_progress import listed
 from pymc_discrete.pymc.summing.chain_sum import register_jax
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
@@ -197,7 +198,7 @@ def wrap_sample(sample):
         with one_initial_point_function(model):
             sampler, why = _route(model, kwargs)
             if sampler is None:
-                return sample(*args, **kwargs)
+                return sample(*args, **with_recording_trace(model, kwargs))
             return summed_out_sample(model, sampler, why, args, kwargs, sample)
 
     routed.__wrapped_by_pymc_discrete__ = True
