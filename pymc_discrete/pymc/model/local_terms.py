@@ -23,7 +23,7 @@ replacement. The terms have the ops and the values of ``model.logp``'s.
 from __future__ import annotations
 
 from pymc.logprob.basic import transformed_conditional_logp
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Apply, Variable
 
 from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 
@@ -56,10 +56,22 @@ def _local_copy(var: Variable, parents: set, value_of) -> Variable:
             for out in node.outputs:
                 memo[out] = out
         else:
-            clone = node.clone_with_new_inputs(inputs, strict=False)
+            clone = _cloned(node, inputs)
             for out, new in zip(node.outputs, clone.outputs, strict=True):
                 memo[out] = new
     return memo[var]
+
+
+def _cloned(node: Apply, inputs: list[Variable]) -> Apply:
+    """``node`` applied to ``inputs``: where they have the types of its own inputs (a
+    variable's leaves put in its kind's shared derivation), a new ``Apply`` with fresh
+    outputs of the same types, without PyTensor's copy of the node and its outputs
+    (most of the time of building a loop's terms); else PyTensor's clone."""
+    if getattr(node.op, "_output_type_depends_on_input_value", True) or any(
+            new.type != old.type for new, old in zip(inputs, node.inputs, strict=True)):
+        return node.clone_with_new_inputs(inputs, strict=False)
+    # make_variable: a new variable without the stack trace PyTensor records for each
+    return Apply(node.op, inputs, [out.type.make_variable(out.name) for out in node.outputs])
 
 
 def _shape(var: Variable, parents: set) -> tuple[list[Variable], tuple] | None:
