@@ -115,7 +115,35 @@ def _stacked_leaf(leaves: list[Variable]) -> Variable | None:
     return pt.stack(list(leaves))
 
 
-def stack_alike(terms: Sequence[Variable], block: Sequence[Variable]) -> StackedTerms:
+def _stacked_group(terms: Sequence[Variable], members: list[int], read: list,
+                   block_set: frozenset) -> Variable | None:
+    """The members' terms as one raveled float64 term along a new leading axis, or None
+    where no block variable differs between them (a vectorised model's terms) or
+    PyTensor cannot vectorise the graph."""
+    template_leaves = read[members[0]][0]
+    replace = {}
+    site_differs = False
+    for position, leaf in enumerate(template_leaves):
+        column = [read[m][0][position] for m in members]
+        new = _stacked_leaf(column)
+        if new is not None:
+            replace[leaf] = new
+            site_differs = site_differs or leaf in block_set
+    if not site_differs:
+        return None
+    try:
+        # a scalar index vectorised is a Blockwise loop: read as one gather
+        [term] = flatten_batched_gathers([vectorize_graph(terms[members[0]],
+                                                          replace=replace)])
+    except Exception:  # an op PyTensor cannot vectorise: the terms stay apart
+        return None
+    if term.type.ndim != terms[members[0]].type.ndim + 1:
+        return None
+    return pt.cast(term, "float64").ravel()
+
+
+def stack_alike(terms: Sequence[Variable], block: Sequence[Variable],
+                groups_read: dict | None = None) -> StackedTerms:
     """Group the terms that play the same role and stack every group into one term.
 
     Parameters
@@ -124,6 +152,10 @@ def stack_alike(terms: Sequence[Variable], block: Sequence[Variable]) -> Stacked
         Raveled float64 terms (any lengths), graphs of the block's value variables.
     block : sequence of Variable
         The block's value variables.
+    groups_read : dict, optional
+        Groups already stacked, by their members and block (filled here): a model's
+        terms are stacked for its whole density and again for a block's pieces, where
+        the groups are the same graphs.
 
     Returns
     -------
@@ -145,27 +177,16 @@ def stack_alike(terms: Sequence[Variable], block: Sequence[Variable]) -> Stacked
     for members in groups.values():
         if len(members) < MIN_GROUP:
             continue
-        template_leaves = read[members[0]][0]
-        replace = {}
-        site_differs = False
-        for position, leaf in enumerate(template_leaves):
-            column = [read[m][0][position] for m in members]
-            new = _stacked_leaf(column)
-            if new is not None:
-                replace[leaf] = new
-                site_differs = site_differs or leaf in block_set
-        if not site_differs:
-            continue  # a vectorised model's terms: left as they are
-        try:
-            # a scalar index vectorised is a Blockwise loop: read as one gather
-            [term] = flatten_batched_gathers([vectorize_graph(terms[members[0]],
-                                                              replace=replace)])
-        except Exception:  # an op PyTensor cannot vectorise: the terms stay apart
-            continue
-        if term.type.ndim != terms[members[0]].type.ndim + 1:
-            continue
-        stacked[members[0]] = (pt.cast(term, "float64").ravel(), np.asarray(members, np.int64))
-        absorbed.update(members)
+        key = (tuple(terms[m] for m in members), block_set)
+        if groups_read is not None and key in groups_read:
+            found = groups_read[key]
+        else:
+            found = _stacked_group(terms, members, read, block_set)
+            if groups_read is not None:
+                groups_read[key] = found
+        if found is not None:
+            stacked[members[0]] = (found, np.asarray(members, np.int64))
+            absorbed.update(members)
     out_terms, out_members = [], []
     for i, term in enumerate(terms):
         if i in stacked:

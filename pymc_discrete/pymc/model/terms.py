@@ -196,6 +196,10 @@ def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
     return rvs, terms
 
 
+#: model -> {(a group of its alike terms, a block): their stacked term}: the groups of the
+#: model's whole density and of a block's pieces are the same graphs, stacked once
+_GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 #: model -> {(its named variables, the block's names): BlockPieces before the copy}
 _PIECES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -229,7 +233,7 @@ def _read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
             else:
                 others.append(piece)
     rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
-    stacked = stack_alike(pieces, value_vars)
+    stacked = stack_alike(pieces, value_vars, _GROUPS.setdefault(model, {}))
     sources = [tuple(names[i] for i in members) for members in stacked.members]
     return BlockPieces(stacked.terms, rest, sources)
 
@@ -251,7 +255,8 @@ def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
         float64 scalar, equal to ``model.logp()``.
     """
     _, terms = _cached_terms(model)
-    stacked = stack_alike([_raveled(t, model) for t in terms], block)
+    stacked = stack_alike([_raveled(t, model) for t in terms], block,
+                          _GROUPS.setdefault(model, {}))
     if not stacked.n_stacked:
         return None
     return fresh_copy([pt.add(*[t.sum() for t in stacked.terms])])[0]
