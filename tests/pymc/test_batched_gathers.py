@@ -79,7 +79,9 @@ def _scalar_gathers(a, b, mu):
         "an element of a row the other scalar chose": ((2.0 * log_p)[a][b], True),
         "a negative scalar index": (log_p[-a - 1, b], True),
         "rows of a variable": (mu[b], True),
-        "a slice after the scalar": (mu[b, 1:3], False),
+        "a slice after the scalar": (mu[b, 1:3], True),
+        "a slice after two scalars": (pt.as_tensor(MU.reshape(K, 2, 2))[a, b % 2, ::-1], True),
+        "a slice before the scalar": (mu[1:3, b], False),
     }
 
 

@@ -26,7 +26,12 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor, advanced_subtensor
+from pytensor.tensor.subtensor import (
+    AdvancedSubtensor,
+    Subtensor,
+    advanced_subtensor,
+    indices_from_subtensor,
+)
 from pytensor.tensor.type import integer_dtypes
 
 __all__ = ["flatten_batched_gathers"]
@@ -88,17 +93,22 @@ def _batch_aranges(array: Variable, batch_ndim: int, ndim: int) -> list[Variable
 
 
 def _flat_scalar_gather(node):
-    """``Blockwise(Subtensor)`` whose entries are all scalar integer indices (``mu[z]``,
-    ``P[z_prev]`` vectorised over stacked sites) as one advanced index. Where the array
-    itself is batched (``p[z]`` with ``p = P[z_prev]`` stacked), every batch axis reads
-    its own row by an ``arange`` index."""
+    """``Blockwise(Subtensor)`` whose entries are scalar integer indices (``mu[z]``,
+    ``P[z_prev]`` vectorised over stacked sites), then slices the batch does not change
+    (``mu[z, 1:3]``), as one advanced index. Where the array itself is batched (``p[z]``
+    with ``p = P[z_prev]`` stacked), every batch axis reads its own row by an ``arange``
+    index. (PyTensor's numba code for a ``Blockwise`` of a slice does not compile.)"""
     op = node.op
     entries = op.core_op.idx_list
-    if not entries or any(isinstance(entry, slice) for entry in entries):
-        return None
+    n_ints = next((i for i, entry in enumerate(entries) if isinstance(entry, slice)),
+                  len(entries))
+    if not n_ints or any(not isinstance(entry, slice) for entry in entries[n_ints:]):
+        return None  # a slice before an index moves the gathered axes
     array, *indices = node.inputs
-    if any(index.type.dtype not in integer_dtypes for index in indices):
-        return None
+    scalars, bounds = indices[:n_ints], indices[n_ints:]
+    if any(index.type.dtype not in integer_dtypes for index in scalars) or any(
+            not all(bound.type.broadcastable) for bound in bounds):
+        return None  # a slice whose bounds differ along the batch
     batch_ndim = op.batch_ndim(node)
     array_batch = array.type.ndim - len(op.inputs_sig[0])
     if array_batch and all(array.type.broadcastable[:array_batch]):
@@ -107,9 +117,11 @@ def _flat_scalar_gather(node):
         leading = _batch_aranges(array, batch_ndim, batch_ndim)
     else:
         return None
-    aligned = [pt.shape_padleft(index, batch_ndim - index.type.ndim) for index in indices]
+    aligned = [pt.shape_padleft(index, batch_ndim - index.type.ndim) for index in scalars]
+    slices = indices_from_subtensor([*scalars, *[bound.squeeze() for bound in bounds]],
+                                    entries)[n_ints:]
     [old] = node.outputs
-    new = advanced_subtensor(array, *leading, *aligned)
+    new = array[(*leading, *aligned, *slices)]
     if new.type != old.type:
         new = old.type.filter_variable(new, allow_convert=True)
     return [new]
