@@ -39,7 +39,7 @@ __all__ = ["flatten_batched_gathers"]
 
 @node_rewriter([Blockwise])
 def _flat_gather(fgraph, node):
-    """``Blockwise(AdvancedSubtensor)`` of an unbatched array and integer indices, or
+    """``Blockwise(AdvancedSubtensor)`` of integer indices (the array batched or not), or
     ``Blockwise(Subtensor)`` of scalar integer indices, as one advanced index (None where
     the rewrite does not apply)."""
     op = node.op
@@ -62,15 +62,10 @@ def _flat_gather(fgraph, node):
         return None
     index_core = core_ndims[1:]
     widest = max(index_core, default=0)
-    leading = []
-    if array_batch and all(array.type.broadcastable[:array_batch]):
-        array = array.squeeze(axis=tuple(range(array_batch)))
-    elif array_batch == batch_ndim:
-        # the array differs between states (a Categorical's p[value] with p = P[z_prev]
-        # stacked): every batch axis reads its own entry by an arange index
-        leading = _batch_aranges(array, batch_ndim, batch_ndim + widest)
-    elif array_batch:
+    found = _array_and_leading(array, array_batch, batch_ndim, batch_ndim + widest)
+    if found is None:
         return None
+    array, leading = found
     aligned = []
     for index, core in zip(indices, index_core, strict=True):
         # batch axes first, padded on the left to the node's; then the core axes, padded
@@ -85,19 +80,28 @@ def _flat_gather(fgraph, node):
     return [new]
 
 
-def _batch_aranges(array: Variable, batch_ndim: int, ndim: int) -> list[Variable]:
-    """For every batch axis of ``array``, the index of its entries along that axis alone
-    (``arange`` shaped to broadcast against the other indices, of ``ndim`` axes)."""
-    return [pt.arange(array.shape[axis]).reshape(
+def _array_and_leading(array: Variable, array_batch: int, batch_ndim: int,
+                       ndim: int) -> tuple[Variable, list[Variable]] | None:
+    """The gathered array without its batch axes where no state changes it, or with an
+    ``arange`` index (shaped to broadcast against the other indices, of ``ndim`` axes)
+    for every batch axis where it differs between states (a Categorical's ``p[value]``
+    with ``p = P[z_prev]`` stacked); None where it is batched on some axes only."""
+    if not array_batch:
+        return array, []
+    if all(array.type.broadcastable[:array_batch]):
+        return array.squeeze(axis=tuple(range(array_batch))), []
+    if array_batch != batch_ndim:
+        return None
+    return array, [pt.arange(array.shape[axis]).reshape(
         tuple(-1 if a == axis else 1 for a in range(ndim))) for axis in range(batch_ndim)]
 
 
 def _flat_scalar_gather(node):
     """``Blockwise(Subtensor)`` whose entries are scalar integer indices (``mu[z]``,
     ``P[z_prev]`` vectorised over stacked sites), then slices the batch does not change
-    (``mu[z, 1:3]``), as one advanced index. Where the array itself is batched (``p[z]``
-    with ``p = P[z_prev]`` stacked), every batch axis reads its own row by an ``arange``
-    index. (PyTensor's numba code for a ``Blockwise`` of a slice does not compile.)"""
+    (``mu[z, 1:3]``), as one advanced index, the array batched or not
+    (:func:`_array_and_leading`). (PyTensor's numba code for a ``Blockwise`` of a slice
+    does not compile.)"""
     op = node.op
     entries = op.core_op.idx_list
     n_ints = next((i for i, entry in enumerate(entries) if isinstance(entry, slice)),
@@ -110,13 +114,11 @@ def _flat_scalar_gather(node):
             not all(bound.type.broadcastable) for bound in bounds):
         return None  # a slice whose bounds differ along the batch
     batch_ndim = op.batch_ndim(node)
-    array_batch = array.type.ndim - len(op.inputs_sig[0])
-    if array_batch and all(array.type.broadcastable[:array_batch]):
-        array, leading = array.squeeze(axis=tuple(range(array_batch))), []
-    elif array_batch == batch_ndim:
-        leading = _batch_aranges(array, batch_ndim, batch_ndim)
-    else:
+    found = _array_and_leading(array, array.type.ndim - len(op.inputs_sig[0]), batch_ndim,
+                               batch_ndim)
+    if found is None:
         return None
+    array, leading = found
     aligned = [pt.shape_padleft(index, batch_ndim - index.type.ndim) for index in scalars]
     slices = indices_from_subtensor([*scalars, *[bound.squeeze() for bound in bounds]],
                                     entries)[n_ints:]
