@@ -1,15 +1,16 @@
-"""``pm.sample(nuts_sampler=...)`` on the summed-out model, with the external NUTS named.
+"""``pm.sample()`` on the summed-out model, with nutpie or the external NUTS named.
 
 While :func:`~pymc_discrete.register` is in effect, ``pm.sample`` is wrapped: when the
-user passes no step and names an external NUTS
-(``nuts_sampler="nutpie" | "numpyro" | "blackjax"``), and the model's discrete variables
-sum out exactly (sites that share no term, a chain by the forward algorithm, latent
-counts over a window: :func:`~pymc_discrete.marginalize`), the call samples the
-summed-out model with that sampler and adds exact draws of the discrete variables
-(:func:`~pymc_discrete.recover_discrete`). Everywhere else the call is PyMC's own, with
-the steps :class:`~pymc_discrete.pymc.choosing.auto_step.AutoStep` assigns; in
-particular nutpie being installed does not route a model here by itself yet (the
-measurements are in ``_external_route`` and docs/summing_out.md).
+user passes no step, the model's discrete variables sum out exactly (sites that share no
+term, a chain by the forward algorithm, latent counts over a window:
+:func:`~pymc_discrete.marginalize`), and an external NUTS runs (named:
+``nuts_sampler="nutpie" | "numpyro" | "blackjax"``; or nutpie by PyMC's own rule for an
+all-continuous model, where the run is long enough to pay back its compilation:
+:mod:`~pymc_discrete.pymc.choosing.nutpie_choice`), the call samples the summed-out model
+with that sampler, its chains started at the mode reached from the initial point
+(:mod:`~pymc_discrete.pymc.choosing.mode_start`), and adds exact draws of the discrete
+variables (:func:`~pymc_discrete.recover_discrete`). Everywhere else the call is PyMC's
+own, with the steps :class:`~pymc_discrete.pymc.choosing.auto_step.AutoStep` assigns.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from pytensor.link.numba.linker import NumbaLinker
 
 from pymc_discrete.kernels.counts import MAX_COUNT
 from pymc_discrete.pymc.choosing.initial_points import one_initial_point_function
+from pymc_discrete.pymc.choosing.mode_start import mode_start
+from pymc_discrete.pymc.choosing.nutpie_choice import nutpie_pays_back
 from pymc_discrete.pymc.choosing.scalar_trace import with_recording_trace
 from pymc_discrete.pymc.model.setup_progress import listed
 from pymc_discrete.pymc.summing.chain_sum import register_jax
@@ -65,39 +68,43 @@ def external_sampler(kwargs: dict) -> tuple[str | None, str]:
     return None, "PyMC would run its own NUTS on the summed-out model"
 
 
-def _route(model, kwargs: dict) -> tuple[str | None, str]:
+def _route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     """The external sampler to run on the summed-out model, or None and why not (logged
     where an external sampler would have run: the user sees why PyMC's loop runs)."""
-    sampler, why = _external_route(model, kwargs)
-    if sampler is None and why.startswith("not summed out") and not kwargs.get("quiet"):
+    sampler, why = _external_route(model, args, kwargs)
+    if sampler is None and why.startswith(_LOGGED) and not kwargs.get("quiet"):
         _log.info("pymc-discrete: %s", why)
     return sampler, why
 
 
-def _external_route(model, kwargs: dict) -> tuple[str | None, str]:
+#: the reasons for PyMC's loop that are logged: nutpie or a named sampler would have run
+_LOGGED = ("not summed out", "nutpie is installed, but")
+
+
+def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     """The external sampler to run on the summed-out model, or None and why not."""
     if kwargs.get("step") is not None:
         return None, "steps were given"
     discrete = [rv for rv in model.free_RVs if rv.type.dtype.startswith(("int", "uint", "bool"))]
     if not discrete:
         return None, "the model has no discrete variables"
-    if kwargs.get("nuts_sampler") is None:
-        # not yet PyMC's default nutpie: measured on the iris mixture, nutpie's chains on
-        # the summed-out model settled in minor modes in 3 of 3 seeds (from the initial
-        # point too), where CollapsedNUTS under PyMC's NUTS converged in 3 of 3; and at
-        # 4 x 1000 draws its set-up cost more than its faster draws saved on every model
-        # measured (docs/summing_out.md)
-        return None, "nuts_sampler was not given"
     sampler, why = external_sampler(kwargs)
     if sampler is None:
         return None, why
+    named = kwargs.get("nuts_sampler") is not None
+    if not named:  # PyMC's rule chose nutpie: a short run stays in PyMC's loop, unread
+        runs, why = nutpie_pays_back(args, kwargs, chain=False)
+        if not runs:
+            return None, f"short run: {why}"
     try:
-        cached_summed_block(model)
+        block = cached_summed_block(model)
     except NotCollapsible as err:
         return None, f"not summed out for {sampler}: {err}"
     except Exception as err:  # structure not readable: PyMC's assignment decides
         return None, (f"not summed out for {sampler}: the structure could not be read "
                       f"({type(err).__name__}: {err})")
+    if not named and block.layout is not None:
+        return None, nutpie_pays_back(args, kwargs, chain=True)[1]
     return sampler, why
 
 
@@ -109,9 +116,10 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     kwargs = dict(kwargs)
     kwargs["nuts_sampler"] = sampler
     kwargs.pop("model", None)
-    # chains start where PyMC's compound-step runs start: at the model's initial point,
-    # not jittered around it (on the iris mixture, nutpie's jittered starts left chains in
-    # minor modes in 3 of 3 seeds, where CollapsedNUTS from the initial point converged)
+    # chains start together, not jittered around their start (on the iris mixture,
+    # nutpie's jittered starts left chains in minor modes in 3 of 3 seeds), at the mode
+    # reached from the initial point (mode_start: from the initial point itself, they did
+    # too)
     if sampler == "nutpie":
         compile_kwargs = dict(kwargs.get("compile_kwargs") or {})
         compile_kwargs.setdefault("jitter_rvs", set())
@@ -122,8 +130,10 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     names = set(block.names)
     initvals = kwargs.get("initvals")
     if isinstance(initvals, dict):
-        kwargs["initvals"] = {k: v for k, v in initvals.items()
-                              if getattr(k, "name", k) not in names}
+        initvals = {k: v for k, v in initvals.items() if getattr(k, "name", k) not in names}
+        kwargs["initvals"] = initvals
+    # chains start at the mode reached from the initial point, unless the user placed them
+    find_mode = not initvals
     var_names = kwargs.get("var_names")
     if var_names is not None:
         kwargs["var_names"] = [n for n in var_names if n not in names]
@@ -140,6 +150,8 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     width = None
     while True:
         summed = marginalize(model, count_width=width)
+        if find_mode:
+            kwargs["initvals"] = mode_start(summed)
         idata = sample(*args, model=summed, **kwargs)
         try:
             _recover(idata, model, kwargs.get("random_seed"))
@@ -196,7 +208,7 @@ def wrap_sample(sample):
     def routed(*args, **kwargs):
         model = modelcontext(kwargs.get("model"))
         with one_initial_point_function(model):
-            sampler, why = _route(model, kwargs)
+            sampler, why = _route(model, args, kwargs)
             if sampler is None:
                 return sample(*args, **with_recording_trace(model, kwargs))
             return summed_out_sample(model, sampler, why, args, kwargs, sample)

@@ -1,0 +1,93 @@
+"""Whether ``pm.sample()`` after ``register()`` samples a summed-out model with nutpie when
+no NUTS is named: by the length of the run, counted, not timed.
+
+PyMC samples an all-continuous model with nutpie whenever it is installed. For a model
+whose discrete variables sum out, the alternative is the package's own route through
+PyMC's step loop: CollapsedNUTS (the same summed-out density under PyMC's NUTS), or a
+block drawn beside PyMC's NUTS (BlockedGibbs for a change point's switch). nutpie's
+draws are cheaper (its tree is compiled; PyMC's is interpreted, step by step), but it
+compiles the model first, which costs more than PyMC's whole run of a small model:
+measured by ``python -m benchmarks.run_summed`` (2026-11-28, the 2-core VM, 4 chains x
+1000 after 1000, seeds 1-3), nutpie's route set up in 3.3-6.4 s more than PyMC's and
+saved 0.3-1.35 ms an iteration on each core: it pays back from 4,700 (the iris mixture),
+7,100 (the change point), 8,800-9,400 (capture-recapture, occupancy) and 18,000 (the
+N-mixture model) iterations a core, and did not on 2,000 (PyMC's default run). A chain
+summed out by the forward algorithm never paid back: its gradient runs the forward
+algorithm at every leapfrog step, where ChainGibbs draws the chain once an iteration and
+PyMC's NUTS then samples the rest given it (nutpie's draws were slower per iteration:
+8.5 s against 6.7 s on the 300-step HMM).
+
+The choice must not depend on the machine's load (the same seed gives the same draws), so
+the run's length is what is compared: nutpie runs where each core runs at least
+:data:`NUTPIE_MIN_ITERATIONS` iterations (tuning and draws of the chains it runs in
+turn), the middle of the measured break-even points.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pymc.sampling import mcmc
+
+__all__ = ["NUTPIE_MIN_ITERATIONS", "iterations_per_core", "nutpie_pays_back"]
+
+#: iterations a core runs (tuning and draws) from which nutpie's compilation pays back
+#: (module docstring)
+NUTPIE_MIN_ITERATIONS = 10_000
+
+
+def iterations_per_core(args: tuple, kwargs: dict) -> int:
+    """Iterations (tuning and draws) each core runs in ``pm.sample(*args, **kwargs)``, by
+    PyMC's defaults for what is not given: ``draws=1000``, ``tune=1000``,
+    ``cores=min(4, CPUs)``, ``chains=max(2, cores)``; a core runs its chains in turn.
+
+    Examples
+    --------
+    >>> iterations_per_core((), {"draws": 5000, "tune": 1000, "chains": 4, "cores": 2})
+    12000
+    >>> iterations_per_core((500,), {"chains": 1})
+    1500
+    """
+    draws = args[0] if args else kwargs.get("draws", 1000)
+    tune = kwargs.get("tune", 1000)
+    cores = kwargs.get("cores")
+    cores = min(4, mcmc._cpu_count()) if cores is None else int(cores)
+    chains = kwargs.get("chains")
+    chains = max(2, cores) if chains is None else int(chains)
+    return math.ceil(chains / max(1, min(cores, chains))) * (int(draws) + int(tune))
+
+
+def nutpie_pays_back(args: tuple, kwargs: dict, chain: bool) -> tuple[bool, str]:
+    """Whether nutpie samples the summed-out model of this run rather than the package's
+    steps in PyMC's loop (module docstring), and why.
+
+    Parameters
+    ----------
+    args, kwargs
+        ``pm.sample``'s arguments.
+    chain : bool
+        Whether the block sums out as a chain (by the forward algorithm).
+
+    Returns
+    -------
+    (bool, str)
+
+    Examples
+    --------
+    >>> nutpie_pays_back((), {"draws": 1000, "chains": 4, "cores": 2}, chain=False)[0]
+    False
+    >>> runs, why = nutpie_pays_back((), {"draws": 9000, "chains": 4, "cores": 2}, chain=False)
+    >>> runs, why.split(", and ")[1]
+    (True, 'each core runs 20,000 iterations, enough to pay back its compilation (from 10,000)')
+    """
+    if chain:
+        return False, ("nutpie is installed, but a chain summed out by the forward "
+                       "algorithm samples slower than ChainGibbs beside PyMC's NUTS")
+    iterations = iterations_per_core(args, kwargs)
+    if iterations < NUTPIE_MIN_ITERATIONS:
+        return False, (f"nutpie is installed, but each core runs {iterations:,} "
+                       f"iterations, fewer than the {NUTPIE_MIN_ITERATIONS:,} from which "
+                       "its compilation pays back")
+    return True, ("nutpie is installed (PyMC's choice for an all-continuous model), and "
+                  f"each core runs {iterations:,} iterations, enough to pay back its "
+                  f"compilation (from {NUTPIE_MIN_ITERATIONS:,})")
