@@ -50,6 +50,7 @@ from pymc_discrete.pymc.summing.distinct_terms import (
     sites_by_codes,
     worth_codes,
 )
+from pymc_discrete.pymc.summing.linear_sums import linear_site_sums
 
 __all__ = ["LOGADDEXP_MAX", "SiteSums", "logsumexp_rows", "marginal_log_density", "masked_columns",
            "marginal_logp_dlogp",
@@ -76,6 +77,15 @@ def _sum_by_site(batch: Variable, own: np.ndarray, n: int, k: int) -> Variable:
         return pt.zeros((k, n), dtype="float64")
     return pt.inc_subtensor(pt.zeros((n, k), dtype="float64")[own[owned]],
                             batch[:, owned].T).T
+
+
+def _site_totals(array: np.ndarray, own: np.ndarray, n: int) -> np.ndarray:
+    """(K, N) sums of an array's elements (K, size) by the site each belongs to (``own``;
+    -1: none, left out), in NumPy."""
+    owned = np.flatnonzero(own >= 0)
+    totals = np.zeros((n, array.shape[0]))
+    np.add.at(totals, own[owned], array[:, owned].T)
+    return totals.T
 
 
 class SiteSums(NamedTuple):
@@ -211,7 +221,11 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         return SiteSums(pt.stack(columns, axis=1), None, loose_total, held, tuple(columns))
     per_site, loose_total = pt.zeros((k, n), dtype="float64"), pt.constant(0.0)
     for batch, own in zip(batched[:len(pieces)], owns):
-        per_site = per_site + _sum_by_site(batch, own, n, k)
+        # a site's several terms by their sufficient statistics where the piece is
+        # constants times scalar functions of the parameters (an N-mixture's counts)
+        linear = (linear_site_sums(batch, (k, own.size), lambda a, own=own: _site_totals(a, own, n))
+                  if own.size > n else None)
+        per_site = per_site + (_sum_by_site(batch, own, n, k) if linear is None else linear)
         loose = np.flatnonzero(own < 0)  # elements no site moves: the same in every row
         if loose.size:
             loose_total = loose_total + batch[0, loose].sum()
