@@ -70,11 +70,16 @@ def test_the_run_length_decides_where_the_block_sums_out():
     assert _route(model, draws=50_000, step=object())[0] is None
 
 
-def test_long_runs_of_chains_and_lattices_stay_in_pymcs_loop():
+def test_long_runs_of_chains_counts_and_lattices_stay_in_pymcs_loop():
     """A chain summed out by the forward algorithm samples slower than ChainGibbs beside
-    PyMC's NUTS at any length; a lattice does not sum out: both say why."""
+    PyMC's NUTS at any length, and latent counts than CollapsedNUTS; a lattice does not
+    sum out: each says why."""
     sampler, why = _route(_chain(), draws=50_000, chains=2, cores=2)
     assert sampler is None and "forward algorithm" in why and why.startswith("nutpie is")
+    from tests.pymc.test_counts import _model
+
+    sampler, why = _route(_model("poisson"), draws=50_000, chains=2, cores=2)
+    assert sampler is None and "latent counts" in why
     sampler, why = _route(_lattice(), draws=50_000, chains=2, cores=2)
     assert sampler is None and why.startswith("not summed out for nutpie")
     # the chain is nutpie's where it is named

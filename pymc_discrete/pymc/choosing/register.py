@@ -58,7 +58,9 @@ def register() -> None:
     own): with ``nuts_sampler="nutpie" | "numpyro" | "blackjax"`` and no step, where the
     discrete variables sum out, that NUTS samples :func:`~pymc_discrete.marginalize`'s
     model and the discrete draws are added exactly
-    (:mod:`~pymc_discrete.pymc.choosing.summed_route`).
+    (:mod:`~pymc_discrete.pymc.choosing.summed_route`); with no sampler named and nutpie
+    installed, nutpie does so for a run long enough to pay back its compilation
+    (:mod:`~pymc_discrete.pymc.choosing.nutpie_choice`).
 
     Examples
     --------

@@ -93,7 +93,7 @@ def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
         return None, why
     named = kwargs.get("nuts_sampler") is not None
     if not named:  # PyMC's rule chose nutpie: a short run stays in PyMC's loop, unread
-        runs, why = nutpie_pays_back(args, kwargs, chain=False)
+        runs, why = nutpie_pays_back(args, kwargs)
         if not runs:
             return None, f"short run: {why}"
     try:
@@ -103,8 +103,9 @@ def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     except Exception as err:  # structure not readable: PyMC's assignment decides
         return None, (f"not summed out for {sampler}: the structure could not be read "
                       f"({type(err).__name__}: {err})")
-    if not named and block.layout is not None:
-        return None, nutpie_pays_back(args, kwargs, chain=True)[1]
+    if not named and (block.layout is not None or block.count_window is not None):
+        kind = "chain" if block.layout is not None else "counts"
+        return None, nutpie_pays_back(args, kwargs, kind)[1]
     return sampler, why
 
 
