@@ -68,6 +68,10 @@ def external_sampler(kwargs: dict) -> tuple[str | None, str]:
     return None, "PyMC would run its own NUTS on the summed-out model"
 
 
+#: the reasons for PyMC's loop that are logged: nutpie or a named sampler would have run
+_LOGGED = ("not summed out", "nutpie is installed, but")
+
+
 def _route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     """The external sampler to run on the summed-out model, or None and why not (logged
     where an external sampler would have run: the user sees why PyMC's loop runs)."""
@@ -75,10 +79,6 @@ def _route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     if sampler is None and why.startswith(_LOGGED) and not kwargs.get("quiet"):
         _log.info("pymc-discrete: %s", why)
     return sampler, why
-
-
-#: the reasons for PyMC's loop that are logged: nutpie or a named sampler would have run
-_LOGGED = ("not summed out", "nutpie is installed, but")
 
 
 def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:

@@ -77,7 +77,7 @@ def linear_site_sums(batch: Variable, shape: tuple[int, int],
         items = reader.items(batch, None, tuple(shape))
     except _NotLinear:
         return None
-    coefficients = reader.coefficients(items)
+    coefficients = _coefficients(items)
     if not coefficients or len(coefficients) > MAX_ITEMS:
         return None
     evaluate = pytensor.function([], coefficients, mode=Mode(linker="py", optimizer=None),
@@ -95,14 +95,13 @@ def _build(items: Items, tables: dict) -> Variable:
     for item in items:
         if item[0] == "linear":
             _, coefficient, function = item
-            key = None if function is None else function
             table = tables[id(coefficient)]
-            by_function[key] = by_function[key] + table if key in by_function else table
+            by_function[function] = (by_function[function] + table if function in by_function
+                                     else table)
         else:
             _, condition, held, failed = item
-            if not any(tables[id(c)].any() for c in _Reader().coefficients(held + failed)):
+            if not any(tables[id(c)].any() for c in _coefficients(held + failed)):
                 continue  # both branches add nothing
-            condition = pt.shape_padleft(condition, 2 - condition.type.ndim)
             switches.append(pt.switch(condition, _build(held, tables), _build(failed, tables)))
     terms = [_table(table) if function is None else _times(table, function)
              for function, table in by_function.items() if table.any()]
@@ -118,9 +117,7 @@ def _build(items: Items, tables: dict) -> Variable:
 def _times(table: np.ndarray, function: Variable) -> Variable:
     """``table * function``, 0 where the table is 0: no element of that site multiplies
     the function, so an infinite value of it (log p at p = 0) must not make it nan."""
-    # a (1, 1) factor, not a 0-d one: PyTensor fuses the elementwise product with the
-    # rest of the sum then (a 0-d factor becomes a separate loop)
-    product = _table(table) * pt.shape_padleft(function, table.ndim - function.type.ndim)
+    product = _table(table) * function
     empty = table == 0
     return pt.switch(pt.constant(empty), 0.0, product) if empty.any() else product
 
@@ -159,15 +156,6 @@ class _Reader:
         """Whether ``var`` is one value for every element: every axis broadcast, and not
         a constant."""
         return all(var.type.broadcastable) and not self.is_constant(var)
-
-    def coefficients(self, items: Items) -> list[Variable]:
-        found = []
-        for item in items:
-            if item[0] == "linear":
-                found.append(item[1])
-            else:
-                found += self.coefficients(item[2]) + self.coefficients(item[3])
-        return found
 
     def items(self, var: Variable, mask: Variable | None,
               shape: tuple[int, ...] | None = None) -> Items:
@@ -268,17 +256,8 @@ class _Reader:
             def apply(full):
                 return full
 
-        def lay_out(items: Items) -> Items:
-            out = []
-            for item in items:
-                if item[0] == "linear":
-                    full = pt.broadcast_to(item[1], in_shape)
-                    out.append(("linear", apply(full), item[2]))
-                else:
-                    out.append(("switch", item[1], lay_out(item[2]), lay_out(item[3])))
-            return out
-
-        laid = lay_out(self.items(source, None))
+        laid = _mapped(self.items(source, None),
+                       lambda c, f: (apply(pt.broadcast_to(c, in_shape)), f))
         return laid if mask is None else _masked_items(laid, mask)
 
 
@@ -286,33 +265,40 @@ def _known(shape) -> tuple[int, ...] | None:
     return None if shape is None or None in shape else tuple(int(d) for d in shape)
 
 
-def _masked_items(items: Items, mask: Variable) -> Items:
-    """``items`` where the constant ``mask`` holds, 0 elsewhere."""
-    out = []
+def _mapped(items: Items, linear: Callable) -> Items:
+    """``items`` with every linear item's ``(coefficient, function)`` replaced by
+    ``linear(coefficient, function)``, inside switches too."""
+    return [("linear", *linear(item[1], item[2])) if item[0] == "linear"
+            else ("switch", item[1], _mapped(item[2], linear), _mapped(item[3], linear))
+            for item in items]
+
+
+def _coefficients(items: Items) -> list[Variable]:
+    """Every coefficient of ``items``, inside switches too."""
+    found = []
     for item in items:
         if item[0] == "linear":
-            out.append(("linear", _masked(item[1], mask), item[2]))
+            found.append(item[1])
         else:
-            out.append(("switch", item[1], _masked_items(item[2], mask),
-                        _masked_items(item[3], mask)))
-    return out
+            found += _coefficients(item[2]) + _coefficients(item[3])
+    return found
+
+
+def _masked_items(items: Items, mask: Variable) -> Items:
+    """``items`` where the constant ``mask`` holds, 0 elsewhere."""
+    return _mapped(items, lambda c, f: (_masked(c, mask), f))
 
 
 def _scaled(items: Items, factor, function, mask) -> Items:
     """Every item times a constant ``factor`` and a scalar ``function`` (None: 1), masked
     again (a factor's infinities must not reach the elements the mask leaves out)."""
-    out = []
-    for item in items:
-        if item[0] == "linear":
-            _, coefficient, own = item
-            if factor is not None:
-                coefficient = _masked(coefficient * factor, mask)
-            combined = own if function is None else function if own is None else own * function
-            out.append(("linear", coefficient, combined))
-        else:
-            out.append(("switch", item[1], _scaled(item[2], factor, function, mask),
-                        _scaled(item[3], factor, function, mask)))
-    return out
+    def scale(coefficient, own):
+        if factor is not None:
+            coefficient = _masked(coefficient * factor, mask)
+        return coefficient, (own if function is None else function if own is None
+                             else own * function)
+
+    return _mapped(items, scale)
 
 
 def _masked(coefficient: Variable, mask: Variable | None) -> Variable:
