@@ -15,8 +15,10 @@ The optimiser follows the density NUTS samples (unconstrained values, the transf
 Jacobians included) from the model's initial point, so it stays in the basin that
 PyMC's NUTS from that point reaches. Where it does not converge to a finite point, or
 the mode is no better than the start, or its gradient is not near zero there (a density
-unbounded along a funnel's scale: L-BFGS stops there too), the chains start at the
-initial point.
+unbounded along a funnel's scale: L-BFGS stops there too), or some element of it is
+exactly zero (a saddle of symmetry that L-BFGS does not leave: nutpie refuses to start
+there), the chains start as PyMC starts them for an all-continuous model: jittered
+around the initial point.
 """
 
 from __future__ import annotations
@@ -85,11 +87,18 @@ def mode_start(model) -> dict[str, np.ndarray] | None:
                                      options={"maxiter": MAX_ITERATIONS})
     found = (result.success and np.isfinite(result.fun) and np.all(np.isfinite(result.x))
              and result.fun <= first)
-    if found and np.abs(negative(result.x)[1]).max(initial=0.0) > GRADIENT_TOLERANCE:
+    gradient = negative(result.x)[1]
+    if found and np.abs(gradient).max(initial=0.0) > GRADIENT_TOLERANCE:
         found, result.message = False, "the density grows without a mode"
+    elif found and np.any(gradient == 0.0):
+        # a point of symmetry (a mixture's components all alike at the initial point: a
+        # saddle L-BFGS does not leave) or a variable the density does not move: nutpie
+        # cannot start where a gradient element is exactly zero (its mass matrix starts
+        # from the gradient)
+        found, result.message = False, "the gradient is exactly zero in some direction"
     if not found:
         _log.info("pymc-discrete: no mode found from the initial point (%s); chains start "
-                  "at the initial point", result.message)
+                  "as PyMC starts them", result.message)
         return None
     mode = DictToArrayBijection.rmap(start._replace(data=result.x))
     return _on_own_scale(model, {**point, **mode})

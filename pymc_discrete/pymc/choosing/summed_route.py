@@ -117,16 +117,6 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     kwargs = dict(kwargs)
     kwargs["nuts_sampler"] = sampler
     kwargs.pop("model", None)
-    # chains start together, not jittered around their start (on the iris mixture,
-    # nutpie's jittered starts left chains in minor modes in 3 of 3 seeds), at the mode
-    # reached from the initial point (mode_start: from the initial point itself, they did
-    # too)
-    if sampler == "nutpie":
-        compile_kwargs = dict(kwargs.get("compile_kwargs") or {})
-        compile_kwargs.setdefault("jitter_rvs", set())
-        kwargs["compile_kwargs"] = compile_kwargs
-    else:
-        kwargs["nuts"] = {"jitter": False, **(kwargs.get("nuts") or {})}
     block = cached_summed_block(model)
     names = set(block.names)
     initvals = kwargs.get("initvals")
@@ -151,9 +141,17 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
     width = None
     while True:
         summed = marginalize(model, count_width=width)
-        if find_mode:
-            kwargs["initvals"] = mode_start(summed)
-        idata = sample(*args, model=summed, **kwargs)
+        run = kwargs
+        start = mode_start(summed) if find_mode else None
+        if start is not None or not find_mode:
+            # chains start together, not jittered (on the iris mixture, nutpie's jittered
+            # starts left chains in minor modes in 3 of 3 seeds), at the mode reached from
+            # the initial point (from the initial point itself, they did too) or where the
+            # user placed them; without a mode, as PyMC starts them
+            run = _unjittered(kwargs, sampler)
+            if find_mode:
+                run["initvals"] = start
+        idata = sample(*args, model=summed, **run)
         try:
             _recover(idata, model, kwargs.get("random_seed"))
             break
@@ -178,6 +176,16 @@ def summed_out_sample(model, sampler: str, why: str, args: tuple, kwargs: dict, 
             if value is not None:
                 idata["sample_stats"].attrs.setdefault(key, value)
     return idata
+
+
+def _unjittered(kwargs: dict, sampler: str) -> dict:
+    """``pm.sample``'s arguments with the external sampler's jitter of the start off."""
+    kwargs = dict(kwargs)
+    if sampler == "nutpie":
+        kwargs["compile_kwargs"] = {"jitter_rvs": set(), **(kwargs.get("compile_kwargs") or {})}
+    else:
+        kwargs["nuts"] = {"jitter": False, **(kwargs.get("nuts") or {})}
+    return kwargs
 
 
 def _recover(idata, model, seed) -> None:
