@@ -6,6 +6,8 @@ stay in PyMC's loop with the package's steps."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import numpy as np
 import pymc as pm
@@ -68,6 +70,25 @@ def test_the_run_length_decides_where_the_block_sums_out():
     assert _route(model, nuts_sampler="nutpie", **short)[0] == "nutpie"
     assert _route(model, nuts_sampler="pymc", draws=50_000)[0] is None
     assert _route(model, draws=50_000, step=object())[0] is None
+
+
+def test_a_short_run_does_not_import_nutpie():
+    """Checking nutpie's version imports it (0.7 s): a registered short run, where nutpie
+    will not run, does not pay that (a fresh process, where nothing imported it yet)."""
+    script = (
+        "import sys, numpy as np, pymc as pm, pymc_discrete as pmd\n"
+        "pmd.register()\n"
+        "with pm.Model():\n"
+        "    z = pm.Bernoulli('z', 0.5, shape=3)\n"
+        "    mu = pm.Normal('mu')\n"
+        "    pm.Normal('y', mu + z, 1.0, observed=np.zeros(3))\n"
+        "    pm.sample(draws=5, tune=5, chains=1, progressbar=False,\n"
+        "              compute_convergence_checks=False, random_seed=1)\n"
+        "assert 'nutpie' not in sys.modules, 'nutpie was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_long_runs_of_chains_counts_and_lattices_stay_in_pymcs_loop():

@@ -52,9 +52,17 @@ def external_sampler(kwargs: dict) -> tuple[str | None, str]:
     chosen = kwargs.get("nuts_sampler")
     if chosen is not None:
         return (chosen if chosen in EXTERNAL else None), f"nuts_sampler={chosen!r} was given"
+    if _nutpie_allowed(kwargs) and mcmc._nutpie_meets_min_version():
+        return "nutpie", "nutpie is installed (PyMC's choice for an all-continuous model)"
+    return None, "PyMC would run its own NUTS on the summed-out model"
+
+
+def _nutpie_allowed(kwargs: dict) -> bool:
+    """PyMC's rule for nutpie on an all-continuous model, short of nutpie's version
+    (whose check imports nutpie: 0.7 s, paid only where nutpie may run)."""
     compile_kwargs = kwargs.get("compile_kwargs") or {}
     initvals = kwargs.get("initvals")
-    usable = (
+    return bool(
         mcmc.NUTPIE_INSTALLED
         and kwargs.get("init", "auto") == "auto"
         and kwargs.get("return_inferencedata", True)
@@ -63,9 +71,6 @@ def external_sampler(kwargs: dict) -> tuple[str | None, str]:
         and (initvals is None or isinstance(initvals, dict))
         and isinstance(get_mode(compile_kwargs.get("mode")).linker, NumbaLinker | JAXLinker)
     )
-    if usable and mcmc._nutpie_meets_min_version():
-        return "nutpie", "nutpie is installed (PyMC's choice for an all-continuous model)"
-    return None, "PyMC would run its own NUTS on the summed-out model"
 
 
 #: the reasons for PyMC's loop that are logged: nutpie or a named sampler would have run
@@ -88,14 +93,17 @@ def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     discrete = [rv for rv in model.free_RVs if rv.type.dtype.startswith(("int", "uint", "bool"))]
     if not discrete:
         return None, "the model has no discrete variables"
+    named = kwargs.get("nuts_sampler") is not None
+    if not named and _nutpie_allowed(kwargs):
+        # PyMC's rule would choose nutpie: a short run stays in PyMC's loop, unread
+        runs, length = nutpie_pays_back(args, kwargs)
+        if not runs:
+            return None, f"short run: {length}"
     sampler, why = external_sampler(kwargs)
     if sampler is None:
         return None, why
-    named = kwargs.get("nuts_sampler") is not None
-    if not named:  # PyMC's rule chose nutpie: a short run stays in PyMC's loop, unread
-        runs, why = nutpie_pays_back(args, kwargs)
-        if not runs:
-            return None, f"short run: {why}"
+    if not named:
+        why = length
     try:
         block = cached_summed_block(model)
     except NotCollapsible as err:
