@@ -8,7 +8,7 @@ variables (``pmd.recover_discrete``). This script measures what that costs a use
 running nutpie on a model summed out by hand. On the applied models of
 ``benchmarks/applied_models.py`` (site occupancy, capture-recapture, the Gaussian mixture
 on iris, the change point, the Gaussian HMM of 300 steps and its overlapping, sticky
-variant, and the N-mixture model), four variants:
+variant, and the N-mixture model), five variants:
 
 * **A**, ``register() + pm.sample(nuts_sampler="nutpie")``: ``pmd.register()``, then
   ``pm.sample(draws, tune, chains=4, random_seed=seed, progressbar=False,
@@ -22,10 +22,14 @@ variant, and the N-mixture model), four variants:
 * **D**, ``register()``, PyMC's NUTS: ``pmd.register()``, then ``pm.sample(...,
   nuts_sampler="pymc")`` on ``applied.model``: PyMC's step loop with the steps
   ``register()`` assigns (CollapsedNUTS, ChainGibbs; the route before summing out), for
-  reference.
+  reference;
+* **E**, ``register() + pm.sample()``, as typed: ``pmd.register()``, then ``pm.sample(...)``
+  with no ``nuts_sampler``: the route ``register()`` chooses for the run's length (at
+  PyMC's default length, PyMC's loop with the steps of D; nutpie from 10,000 iterations a
+  core where the block sums out site by site).
 
 Every other argument is PyMC's default (``init="auto"``, ``cores``: PyMC's default,
-min(4, CPUs), unless ``--cores``; convergence checks on), so that each call is what a user
+min(4, CPUs / 2), unless ``--cores``; convergence checks on), so that each call is what a user
 types. A model that ``pmd.marginalize`` cannot sum out (``pmd.NotCollapsible``, e.g. the
 N-mixture model's latent counts; or any other error it raises) is a row "not supported:
 <reason>" and is not run.
@@ -61,8 +65,11 @@ discrete summaries of the model (the number of occupied sites, the switch year, 
 D from their discrete draws, B and C Rao-Blackwellised: ``applied.marginal_summaries``)
 are compared the same way, shown but not part of convergence.
 
-Reported per model over the seeds (median with the min-max spread): A/B ESS per second
-with set-up and compilation counted and of sampling alone, and A/C, D/C for context; a
+Reported per model over the seeds (median with the min-max spread): E/B ESS per second
+with set-up and compilation counted (what ``register()`` + ``pm.sample()`` gives at this
+length); the sampling alone of the route a long run takes (A where the block sums out site
+by site, D for a chain or latent counts) against B's; A/B counted and of sampling alone,
+and D/C, for context; a
 ratio counts only the seeds where both runs converged (``harness.ratio_over_seeds``: a
 non-converged run is n/c, never a speed-up). Then, per model, every variant over the seeds
 and every run seed by seed.
@@ -81,7 +88,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
+import multiprocessing
 import re
 import subprocess
 import sys
@@ -114,12 +121,13 @@ from benchmarks.harness import (
 from benchmarks.run_applied import MAX_DEVIATION, MAX_RHAT
 
 #: the variants, in the order they run within a seed (the reference C first)
-A, B, C, D = "A", "B", "C", "D"
+A, B, C, D, E = "A", "B", "C", "D", "E"
 VARIANTS = {
     C: "PyMC NUTS on the hand-summed model",
     B: "nutpie on the hand-summed model",
     A: "register() + pm.sample(nuts_sampler=\"nutpie\")",
     D: "register(), PyMC's NUTS",
+    E: "register() + pm.sample(), as typed",
 }
 #: the models of a full run (keys of ``benchmarks.applied_models.BUILDERS``)
 MODELS = ("occupancy", "capture", "mixture", "changepoint", "hmm", "sticky_hmm", "nmixture")
@@ -251,7 +259,7 @@ def measure_child(spec: dict) -> dict:
     Parameters
     ----------
     spec : dict
-        ``model`` (a key of ``BUILDERS``), ``variant`` (A, B, C or D), ``draws``,
+        ``model`` (a key of ``BUILDERS``), ``variant`` (A, B, C, D or E), ``draws``,
         ``tune``, ``chains``, ``seed`` and ``cores`` (None: PyMC's default).
 
     Returns
@@ -272,7 +280,7 @@ def measure_child(spec: dict) -> dict:
     variant = spec["variant"]
     marginal = variant in (B, C)
     model = applied.marginal if marginal else applied.model
-    if variant in (A, D):
+    if variant in (A, D, E):
         pmd.register()
     with (warnings.catch_warnings(), log_messages("pymc") as messages,
           CallTimer(recover.recover_discrete) as recovery,
@@ -515,27 +523,42 @@ def _unique(items) -> str:
     return " / ".join(dict.fromkeys(i for i in items if i))
 
 
+def _ran(rows: list[Row]) -> str:
+    return (_unique([r.result.get("route", "") for r in rows if r.error is None])
+            or _unique([r.error for r in rows]))
+
+
+def long_run_variant(result: ModelResult) -> str:
+    """The variant whose sampling a long run of ``register()`` + ``pm.sample()`` gets
+    (``nutpie_choice``'s documented rule): A where the block sums out site by site, D (the
+    steps beside PyMC's NUTS) for a chain or latent counts, which stay in PyMC's loop at
+    any length."""
+    route = _ran(result.of(A))
+    return A if "site by site" in route else D
+
+
 def summary_table(results: list[ModelResult]) -> str:
     """One line a model: the ratios of ESS per second over the seeds."""
-    header = ["model", "register() + pm.sample() ran",
-              "A/B: ESS/s, set-up and compilation counted", "A/B: ESS/s, sampling alone",
-              "A/C: ESS/s, counted", "A/C: ESS/s, sampling alone",
+    header = ["model", "register() + pm.sample() ran (E)",
+              "E/B: ESS/s, set-up and compilation counted",
+              "long run's route / B: ESS/s, sampling alone",
+              "A/B: ESS/s, counted", "A/B: ESS/s, sampling alone",
               "D/C: ESS/s, counted", "D/C: ESS/s, sampling alone",
-              "converged seeds A / B / C / D"]
+              "converged seeds A / B / C / D / E"]
     lines = []
     for result in results:
         title = result.applied.title
         if result.unsupported is not None:
             lines.append([title, result.unsupported, *["-"] * (len(header) - 2)])
             continue
-        ours = result.of(A)
-        ran = _unique([r.result.get("route", "") for r in ours if r.error is None]) \
-            or _unique([r.error for r in ours])
-        cells = [_ratio(result, x, y, attr) for x, y in ((A, B), (A, C), (D, C))
-                 for attr in ("ess_per_s_total", "ess_per_s_sampling")]
+        long_run = long_run_variant(result)
+        cells = [_ratio(result, E, B, "ess_per_s_total"),
+                 f"{long_run}: {_ratio(result, long_run, B, 'ess_per_s_sampling')}"]
+        cells += [_ratio(result, x, y, attr) for x, y in ((A, B), (D, C))
+                  for attr in ("ess_per_s_total", "ess_per_s_sampling")]
         counts = " / ".join(f"{sum(r.problem is None for r in result.of(v))}/{len(result.seeds)}"
-                            for v in (A, B, C, D))
-        lines.append([title, ran, *cells, counts])
+                            for v in (A, B, C, D, E))
+        lines.append([title, _ran(result.of(E)), *cells, counts])
     return markdown_table(header, lines)
 
 
@@ -618,7 +641,7 @@ def model_section(result: ModelResult) -> str:
             f"Every run, seed by seed:\n\n{per_seed_table(result)}\n")
 
 
-METHOD = """Four ways to sample each model, each `pm.sample` call otherwise PyMC's
+METHOD = """Five ways to sample each model, each `pm.sample` call otherwise PyMC's
 defaults (`init="auto"`, convergence checks on; {cores}), {chains} chains of {tune} tuning
 iterations and {draws} draws, `random_seed` the seed ({n_seeds} seed(s): {seeds}):
 
@@ -631,7 +654,15 @@ iterations and {draws} draws, `random_seed` the seed ({n_seeds} seed(s): {seeds}
 * **C**, `pm.sample(..., nuts_sampler="pymc")` on the hand-summed model;
 * **D**, `pmd.register()`, then `pm.sample(..., nuts_sampler="pymc")` on the model with
   its discrete variables: PyMC's step loop with the steps `register()` assigns (the route
-  before summing out).
+  before summing out);
+* **E**, `pmd.register()`, then `pm.sample(...)` with no `nuts_sampler`, as a user types
+  it: the route `register()` chooses for this run's length (nutpie from 10,000 iterations
+  a core where the block sums out site by site, PyMC's loop with the steps of D
+  otherwise).
+
+"Long run's route / B, sampling alone": what a run long enough for nutpie samples at,
+per second of sampling, against nutpie on the hand-summed model: A where the block sums
+out site by site, D for a chain or latent counts (they stay in PyMC's loop at any length).
 
 Every run is its own fresh Python process, with PyTensor's and numba's disk caches warm
 (one unmeasured run of the same call, {warm} + {warm} draws, in another fresh process
@@ -706,7 +737,7 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     parser.add_argument("--tune", type=int, default=None)
     parser.add_argument("--chains", type=int, default=None)
     parser.add_argument("--cores", type=int, default=None,
-                        help="pm.sample's cores (default: PyMC's, min(4, CPUs))")
+                        help="pm.sample's cores (default: PyMC's, min(4, CPUs / 2))")
     parser.add_argument("--warm-draws", type=int, default=None,
                         help="tuning and draws of the unmeasured run that warms the caches")
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -724,9 +755,12 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     tune = args.tune or draws
     chains = args.chains or (2 if args.smoke else 4)
     warm = args.warm_draws or min(50, draws)
-    n_cores = args.cores or min(4, os.cpu_count() or 1)
+    # PyMC's default: min(4, half the CPUs multiprocessing counts), taking the other half
+    # for hardware threads (pymc.sampling.parallel); 1 on a 2-CPU machine, where the
+    # chains run one after the other
+    n_cores = args.cores or min(4, max(1, multiprocessing.cpu_count() // 2))
     cores_text = (f"`cores={args.cores}`" if args.cores else
-                  f"`cores` PyMC's default, min(4, CPUs) = {n_cores}")
+                  f"`cores` PyMC's default, min(4, CPUs / 2) = {n_cores}")
 
     logging.getLogger("pymc").setLevel(logging.ERROR)
     began = time.perf_counter()

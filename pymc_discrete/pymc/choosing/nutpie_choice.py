@@ -7,13 +7,14 @@ PyMC's step loop: CollapsedNUTS (the same summed-out density under PyMC's NUTS),
 block drawn beside PyMC's NUTS (BlockedGibbs for a change point's switch). nutpie's
 draws are cheaper (its tree is compiled; PyMC's is interpreted, step by step), but it
 compiles the model first, which costs more than PyMC's whole run of a small model:
-measured by ``python -m benchmarks.run_summed`` (2026-11-28, the 2-core VM, 4 chains x
-1000 after 1000, seeds 1-3), nutpie's route set up in 4.0-6.9 s more than PyMC's and
-saved 0.4-1.1 ms an iteration on each core: it pays back from 6,100 (the iris mixture),
-7,500 (the change point), 10,000 (capture-recapture) and 11,000 (occupancy) iterations a
-core, and did not on 2,000 (PyMC's default run). At 10,000 iterations a core (4 chains x
-4000 after 1000) the two were even with set-up counted (0.93-1.27x), nutpie 3-13x ahead
-per second of sampling. A chain summed out by the forward algorithm never paid back: its
+measured by ``python -m benchmarks.run_summed`` (2026-11-28, the 2-CPU VM, where PyMC
+takes one core and runs the chains in turn; 4 chains x 1000 after 1000, 8,000 iterations
+on the core, seeds 1-3), nutpie's route set up in 4.0-6.9 s more than PyMC's and saved
+0.2-0.55 ms an iteration: it pays back from 12,200 (the iris mixture), 15,000 (the
+change point), 20,000 (capture-recapture) and 22,000 (occupancy) iterations a core, and
+did not on 8,000. At 20,000 iterations a core (4 chains x 4000 after 1000, one core) the
+two were even with set-up counted (0.93-1.27x), nutpie 3-13x ahead per second of
+sampling. A chain summed out by the forward algorithm never paid back: its
 gradient runs the forward algorithm at every leapfrog step, where ChainGibbs draws the
 chain once an iteration and PyMC's NUTS then samples the rest given it (nutpie's draws
 were slower per iteration: 7.9 s against 5.9 s on the 300-step HMM). Nor did latent
@@ -25,7 +26,7 @@ iteration), so set-up aside it stays ahead at any length.
 The choice must not depend on the machine's load (the same seed gives the same draws), so
 the run's length is what is compared: nutpie runs where each core runs at least
 :data:`NUTPIE_MIN_ITERATIONS` iterations (tuning and draws of the chains it runs in
-turn), the middle of the measured break-even points.
+turn), where the measured routes were even.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ __all__ = ["NUTPIE_MIN_ITERATIONS", "iterations_per_core", "nutpie_pays_back"]
 
 #: iterations a core runs (tuning and draws) from which nutpie's compilation pays back
 #: (module docstring)
-NUTPIE_MIN_ITERATIONS = 10_000
+NUTPIE_MIN_ITERATIONS = 20_000
 
 
 def iterations_per_core(args: tuple, kwargs: dict) -> int:
     """Iterations (tuning and draws) each core runs in ``pm.sample(*args, **kwargs)``, by
     PyMC's defaults for what is not given: ``draws=1000``, ``tune=1000``,
-    ``cores=min(4, CPUs)``, ``chains=max(2, cores)``; a core runs its chains in turn.
+    ``cores=min(4, CPUs / 2)`` (PyMC counts half the CPUs, the rest taken for hardware
+    threads), ``chains=max(2, cores)``; a core runs its chains in turn.
 
     Examples
     --------
@@ -82,9 +84,9 @@ def nutpie_pays_back(args: tuple, kwargs: dict, kind: str = "sites") -> tuple[bo
     --------
     >>> nutpie_pays_back((), {"draws": 1000, "chains": 4, "cores": 2})[0]
     False
-    >>> runs, why = nutpie_pays_back((), {"draws": 9000, "chains": 4, "cores": 2})
+    >>> runs, why = nutpie_pays_back((), {"draws": 9000, "chains": 4, "cores": 1})
     >>> runs, why.split(", and ")[1]
-    (True, 'each core runs 20,000 iterations, enough to pay back its compilation (from 10,000)')
+    (True, 'each core runs 40,000 iterations, enough to pay back its compilation (from 20,000)')
     """
     if kind == "chain":
         return False, ("nutpie is installed, but a chain summed out by the forward "
