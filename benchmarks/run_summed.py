@@ -25,7 +25,7 @@ variant, and the N-mixture model), five variants:
   reference;
 * **E**, ``register() + pm.sample()``, as typed: ``pmd.register()``, then ``pm.sample(...)``
   with no ``nuts_sampler``: the route ``register()`` chooses for the run's length (at
-  PyMC's default length, PyMC's loop with the steps of D; nutpie from 10,000 iterations a
+  PyMC's default length, PyMC's loop with the steps of D; nutpie from 20,000 iterations a
   core where the block sums out site by site).
 
 Every other argument is PyMC's default (``init="auto"``, ``cores``: PyMC's default,
@@ -656,7 +656,7 @@ iterations and {draws} draws, `random_seed` the seed ({n_seeds} seed(s): {seeds}
   its discrete variables: PyMC's step loop with the steps `register()` assigns (the route
   before summing out);
 * **E**, `pmd.register()`, then `pm.sample(...)` with no `nuts_sampler`, as a user types
-  it: the route `register()` chooses for this run's length (nutpie from 10,000 iterations
+  it: the route `register()` chooses for this run's length (nutpie from 20,000 iterations
   a core where the block sums out site by site, PyMC's loop with the steps of D
   otherwise).
 
@@ -814,9 +814,9 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
 ### Summary
 
 Median over seeds {", ".join(map(str, seeds))} (min-max) of the ratios of the smallest
-continuous ESS per second (A: `register()` + `pm.sample()`, B: nutpie on the hand-summed
-model, C: PyMC's NUTS on it, D: `register()` with PyMC's NUTS); a seed counts only where
-both runs converged.
+continuous ESS per second (A: `register()` + `pm.sample(nuts_sampler="nutpie")`, B: nutpie
+on the hand-summed model, C: PyMC's NUTS on it, D: `register()` with PyMC's NUTS, E:
+`register()` + `pm.sample()` as typed); a seed counts only where both runs converged.
 
 {summary}
 
