@@ -46,20 +46,28 @@ _log = logging.getLogger("pymc.pymc_discrete")
 EXTERNAL = ("nutpie", "numpyro", "blackjax")
 
 
-def external_sampler(kwargs: dict) -> tuple[str | None, str]:
-    """The external NUTS that ``pm.sample(**kwargs)`` would run on an all-continuous
-    model (None: PyMC's own), and why, by PyMC's rule (``pymc.sampling.mcmc.sample``)."""
+def external_sampler(args: tuple, kwargs: dict) -> tuple[str | None, str]:
+    """The external NUTS that ``pm.sample(*args, **kwargs)`` runs on a summed-out model
+    (None: PyMC's loop), and why: the one named, else nutpie where PyMC's rule for an
+    all-continuous model (``pymc.sampling.mcmc.sample``) picks it and the run is long
+    enough to pay back its compilation
+    (:func:`~pymc_discrete.pymc.choosing.nutpie_choice.nutpie_pays_back`)."""
     chosen = kwargs.get("nuts_sampler")
     if chosen is not None:
         return (chosen if chosen in EXTERNAL else None), f"nuts_sampler={chosen!r} was given"
-    if _nutpie_allowed(kwargs) and mcmc._nutpie_meets_min_version():
-        return "nutpie", "nutpie is installed (PyMC's choice for an all-continuous model)"
-    return None, "PyMC would run its own NUTS on the summed-out model"
+    if not _nutpie_allowed(kwargs):
+        return None, "PyMC would run its own NUTS on the summed-out model"
+    runs, why = nutpie_pays_back(args, kwargs)
+    if not runs:  # a short run stays in PyMC's loop, its structure unread
+        return None, f"short run: {why}"
+    # PyMC's version check imports nutpie (0.7 s): asked only where nutpie would run
+    if not mcmc._nutpie_meets_min_version():
+        return None, "PyMC would run its own NUTS on the summed-out model"
+    return "nutpie", why
 
 
 def _nutpie_allowed(kwargs: dict) -> bool:
-    """PyMC's rule for nutpie on an all-continuous model, short of nutpie's version
-    (whose check imports nutpie: 0.7 s, paid only where nutpie may run)."""
+    """PyMC's rule for nutpie on an all-continuous model, short of nutpie's version."""
     compile_kwargs = kwargs.get("compile_kwargs") or {}
     initvals = kwargs.get("initvals")
     return bool(
@@ -93,17 +101,10 @@ def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     discrete = [rv for rv in model.free_RVs if rv.type.dtype.startswith(("int", "uint", "bool"))]
     if not discrete:
         return None, "the model has no discrete variables"
-    named = kwargs.get("nuts_sampler") is not None
-    if not named and _nutpie_allowed(kwargs):
-        # PyMC's rule would choose nutpie: a short run stays in PyMC's loop, unread
-        runs, length = nutpie_pays_back(args, kwargs)
-        if not runs:
-            return None, f"short run: {length}"
-    sampler, why = external_sampler(kwargs)
+    sampler, why = external_sampler(args, kwargs)
     if sampler is None:
         return None, why
-    if not named:
-        why = length
+    named = kwargs.get("nuts_sampler") is not None
     try:
         block = cached_summed_block(model)
     except NotCollapsible as err:
