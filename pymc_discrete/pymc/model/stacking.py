@@ -42,8 +42,10 @@ from pytensor.tensor.subtensor import Subtensor
 
 from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
+from pymc_discrete.pymc.model.local_terms import copy_replacing
 
-__all__ = ["StackedTerms", "gather_joined_sites", "join_block_inputs", "stack_alike"]
+__all__ = ["StackedTerms", "gather_joined_sites", "join_block_inputs", "stack_alike",
+           "stack_groups"]
 
 #: a group is stacked from this many members on
 MIN_GROUP = 2
@@ -196,6 +198,101 @@ def stack_alike(terms: Sequence[Variable], block: Sequence[Variable],
             out_terms.append(term)
             out_members.append(np.array([i], np.int64))
     return StackedTerms(out_terms, out_members)
+
+
+def _group_token(leaf: Variable, block: frozenset) -> tuple:
+    """What of a member's input decides whom it stacks with: a block variable or a
+    constant by its type (stacked along the new axis), anything else by identity."""
+    if leaf in block:
+        return ("site", leaf.type)
+    if isinstance(leaf, Constant):
+        return ("const", leaf.type)
+    return ("fixed", leaf)
+
+
+#: template -> {(batched inputs, number of members): the template vectorised over them
+#: with its batched placeholders}: the same for every block and every caller
+_VECTORISED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _vectorised_template(template: Variable, inputs: list[Variable],
+                         batched: tuple[bool, ...], size: int) -> tuple | None:
+    """``template`` vectorised over a new leading axis of ``size`` in the inputs marked
+    ``batched``, with its batched gathers flattened: (graph, the placeholders standing
+    for the batched inputs), or None where PyTensor cannot vectorise it."""
+    known = _VECTORISED.setdefault(template, {})
+    key = (batched, size)
+    if key not in known:
+        placeholders = {inp: pt.TensorType(inp.type.dtype, shape=(size, *inp.type.shape))()
+                        for inp, b in zip(inputs, batched, strict=True) if b}
+        try:
+            [graph] = flatten_batched_gathers([vectorize_graph(template,
+                                                               replace=placeholders)])
+        except Exception:  # an op PyTensor cannot vectorise: the terms stay apart
+            graph = None
+        known[key] = None if graph is None or graph.type.ndim != template.type.ndim + 1 \
+            else (graph, placeholders)
+    return known[key]
+
+
+def stack_groups(local, block: Sequence[Variable]) -> list[tuple[Variable, np.ndarray]]:
+    """Stack the terms of variables that share one derivation, from the derivation.
+
+    The members of a group of
+    :class:`~pymc_discrete.pymc.model.local_terms.LocalTerms` compute one template of
+    their leaves; where block variables differ between them, the template vectorised
+    over the members, their leaves stacked along a new leading axis, is their stacked
+    term (what :func:`stack_alike` builds from the members' own graphs, without building
+    or reading them). Members are stacked together where their leaves are alike for the
+    block: block variables, constants, or the same other variable.
+
+    Parameters
+    ----------
+    local : LocalTerms
+        The model's terms by groups.
+    block : sequence of Variable
+        The block's value variables.
+
+    Returns
+    -------
+    list of (Variable, ndarray of int64)
+        Every stacked term, raveled float64 (its leading axis the members), and its
+        members' positions among the variables, in order of the first member.
+    """
+    block_set = frozenset(block)
+    stacked = []
+    for group in local.groups:
+        if len(group.members) < MIN_GROUP:
+            continue
+        alike: dict[tuple, list[int]] = {}
+        for j, leaves in enumerate(group.leaves):
+            alike.setdefault(tuple(_group_token(leaf, block_set) for leaf in leaves),
+                             []).append(j)
+        for tokens, rows in alike.items():
+            if len(rows) < MIN_GROUP:
+                continue
+            columns = [[group.leaves[j][k] for j in rows] for k in range(len(group.inputs))]
+            batched = tuple(not same_leaves(column) for column in columns)
+            if not any(b and token[0] == "site"
+                       for b, token in zip(batched, tokens, strict=True)):
+                continue  # a vectorised model's terms: left as they are
+            found = _vectorised_template(group.template, group.inputs, batched, len(rows))
+            if found is None:
+                continue
+            graph, placeholders = found
+            replace = {}
+            try:
+                for inp, column, b in zip(group.inputs, columns, batched, strict=True):
+                    new = _stacked_leaf(column) if b else column[0]
+                    old = placeholders.get(inp, inp)
+                    replace[old] = old.type.filter_variable(new, allow_convert=True)
+            except TypeError:  # a leaf of another type than the template's input
+                continue
+            term = copy_replacing(graph, replace, keep_types=True)
+            stacked.append((pt.cast(term, "float64").ravel(),
+                            np.asarray([group.members[j] for j in rows], np.int64)))
+    stacked.sort(key=lambda found: found[1][0])
+    return stacked
 
 
 def _joined_site(var: Variable, joined: Variable) -> int | None:

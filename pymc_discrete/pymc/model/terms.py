@@ -28,8 +28,8 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape
 
-from pymc_discrete.pymc.model.local_terms import local_model_terms
-from pymc_discrete.pymc.model.stacking import stack_alike
+from pymc_discrete.pymc.model.local_terms import LocalTerms, local_term_groups
+from pymc_discrete.pymc.model.stacking import stack_alike, stack_groups
 
 __all__ = ["BlockPieces", "all_of", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
            "read_block_pieces", "split_into_pieces", "stacked_model_logp",
@@ -179,6 +179,13 @@ def fresh_copy(outputs: Sequence[Variable]) -> list[Variable]:
 def _cached_terms(model) -> tuple[list[Variable], list[Variable]]:
     """:func:`model_terms` without the copy: for graphs built from the terms and then
     copied with :func:`fresh_copy`."""
+    rvs, local = _cached_groups(model)
+    return rvs, local.terms
+
+
+def _cached_groups(model) -> tuple[list[Variable], LocalTerms]:
+    """The model's variables and their terms by the groups that share a derivation,
+    read once per model."""
     names = tuple(model.named_vars)
     cached = _TERMS.get(model)
     if cached is None or cached[0] != names:
@@ -187,13 +194,13 @@ def _cached_terms(model) -> tuple[list[Variable], list[Variable]]:
     return cached[1]
 
 
-def _build_terms(model) -> tuple[list[Variable], list[Variable]]:
+def _build_terms(model) -> tuple[list[Variable], LocalTerms]:
     rvs = list(model.free_RVs) + list(model.observed_RVs) + list(model.potentials)
     try:
-        terms = local_model_terms(model, rvs)
+        local = local_term_groups(model, rvs)
     except NotImplementedError:  # variables valued together: PyMC's own
-        terms = list(model.logp(vars=rvs, sum=False))
-    return rvs, terms
+        local = LocalTerms.given(list(model.logp(vars=rvs, sum=False)))
+    return rvs, local
 
 
 #: model -> {(a group of its alike terms, a block): their stacked term}: the groups of the
@@ -220,27 +227,43 @@ def read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
 
 def _read_block_pieces(model, value_vars: Sequence[Variable]) -> BlockPieces:
     """:func:`read_block_pieces`, read (the graphs not copied)."""
-    rvs, terms = _cached_terms(model)
-    pieces, names, others = [], [], []
-    for rv, term in zip(rvs, terms, strict=True):
+    rvs, local = _cached_groups(model)
+    groups = stack_groups(local, value_vars)
+    from_groups = {int(members[0]): (term, members) for term, members in groups}
+    in_groups = {int(i) for _, members in groups for i in members}
+    pieces, origins, names, others = [], [], [], []
+    for i, rv in enumerate(rvs):
+        if i in from_groups:  # stacked: one piece, its members along the leading axis
+            term, members = from_groups[i]
+            pieces.append(term)
+            origins.append(i)
+            names.append(tuple(rvs[m].name for m in members))
+            continue
+        if i in in_groups:
+            continue
+        term = local.term(i)
         if not variable_depends_on(term, value_vars):
             others.append(term)
             continue
         for piece in split_into_pieces(term, value_vars):
             if variable_depends_on(piece, value_vars):
                 pieces.append(_raveled(piece, model))
-                names.append(rv.name)
+                origins.append(i)
+                names.append((rv.name,))
             else:
                 others.append(piece)
     rest = pt.add(*[pt.cast(p, "float64").sum() for p in others]) if others else pt.constant(0.0)
+    # pieces of variables that share no derivation but are alike (Potentials written
+    # apart, ...) are stacked from their own graphs
     stacked = stack_alike(pieces, value_vars, _GROUPS.setdefault(model, {}))
-    sources = [tuple(names[i] for i in members) for members in stacked.members]
+    sources = [tuple(name for i in members for name in names[i]) for members in stacked.members]
     return BlockPieces(stacked.terms, rest, sources)
 
 
 def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
     """The model's whole log density with the alike terms of scalar variables stacked
-    (:func:`~pymc_discrete.pymc.model.stacking.stack_alike`), or None where nothing
+    (:func:`~pymc_discrete.pymc.model.stacking.stack_groups`,
+    :func:`~pymc_discrete.pymc.model.stacking.stack_alike`), or None where nothing
     stacks (a vectorised model: PyMC's own graph is as small).
 
     Parameters
@@ -254,12 +277,15 @@ def stacked_model_logp(model, block: Sequence[Variable]) -> Variable | None:
     Variable or None
         float64 scalar, equal to ``model.logp()``.
     """
-    _, terms = _cached_terms(model)
-    stacked = stack_alike([_raveled(t, model) for t in terms], block,
-                          _GROUPS.setdefault(model, {}))
-    if not stacked.n_stacked:
+    _, local = _cached_groups(model)
+    groups = stack_groups(local, block)
+    in_groups = {int(i) for _, members in groups for i in members}
+    rest = [_raveled(local.term(i), model) for i in range(len(local)) if i not in in_groups]
+    stacked = stack_alike(rest, block, _GROUPS.setdefault(model, {}))
+    if not groups and not stacked.n_stacked:
         return None
-    return fresh_copy([pt.add(*[t.sum() for t in stacked.terms])])[0]
+    return fresh_copy([pt.add(*[t.sum() for t, _ in groups],
+                              *[t.sum() for t in stacked.terms])])[0]
 
 
 def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable], Variable]:
