@@ -443,3 +443,41 @@ def test_messages_name_a_large_block_by_its_first_and_last_variables():
     assert listed(["a", "b"]) == "a, b"
     names = [f"z_{t}" for t in range(300)]
     assert listed(names) == "z_0, z_1, z_2, ..., z_299 (300 variables)"
+
+
+def test_a_block_that_holds_part_of_an_alike_group_stacks_only_its_own():
+    """Two chains written alike in one loop share one derivation of their terms; a block
+    of one chain stacks that chain's terms, and the other chain's, which read none of its
+    sites, are the rest: pieces plus rest are the model's log density at random points,
+    and the pieces read only the block's variables' terms."""
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_discrete.pymc.model.terms import stacked_model_logp
+
+    rng = np.random.default_rng(7)
+    transitions = pt.as_tensor(np.array([[0.8, 0.2], [0.3, 0.7]]))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        for chain in "ab":
+            z = pm.Bernoulli(f"{chain}_0", 0.5)
+            pm.Normal(f"y{chain}_0", mu[z], 1.0, observed=rng.normal())
+            for t in range(1, 6):
+                z = pm.Categorical(f"{chain}_{t}", p=transitions[z])
+                pm.Normal(f"y{chain}_{t}", mu[z], 1.0, observed=rng.normal())
+    block = [model.rvs_to_values[model[f"a_{t}"]] for t in range(6)]
+    read = read_block_pieces(model, block)
+    sources = {name for names in read.sources for name in names}
+    assert sources <= {f"a_{t}" for t in range(6)} | {f"ya_{t}" for t in range(6)}
+    assert any(len(names) > 1 for names in read.sources)  # the chain's terms stacked
+    total = pt.add(*[p.sum() for p in read.pieces]) + read.rest
+    whole = stacked_model_logp(model, list(model.discrete_value_vars))
+    fn = pytensor.function(model.value_vars, [total, whole, model.logp()])
+    for _ in range(5):
+        point = {v.name: (rng.integers(0, 2, size=()) if v.type.dtype.startswith("int")
+                          else rng.normal(size=v.type.shape)).astype(v.type.dtype)
+                 for v in model.value_vars}
+        ours, stacked, theirs = fn(*[point[v.name] for v in model.value_vars])
+        assert ours == pytest.approx(theirs, rel=1e-12)
+        assert stacked == pytest.approx(theirs, rel=1e-12)

@@ -38,13 +38,21 @@ def _local_copy(var: Variable, parents: set, value_of, keep_types: bool = False)
     """``var``'s graph copied back to the variables in ``parents`` (other than ``var``
     itself), each replaced by ``value_of(parent)``; nodes that read no parent are shared
     with the original graph, not copied."""
+    return _local_copies([var], parents, value_of, keep_types)[0]
+
+
+def _local_copies(outputs: list[Variable], parents: set, value_of,
+                  keep_types: bool = False, replace_outputs: bool = False) -> list[Variable]:
+    """:func:`_local_copy` of several outputs, their shared nodes copied once (and an
+    output in ``parents`` replaced too where ``replace_outputs``)."""
     memo: dict[Variable, Variable] = {}
-    stack = [(var, False)]
+    tops = set() if replace_outputs else set(outputs)
+    stack = [(var, False) for var in reversed(outputs)]
     while stack:
         v, expanded = stack.pop()
         if v in memo:
             continue
-        if v is not var and v in parents:
+        if v not in tops and v in parents:
             memo[v] = value_of(v)
             continue
         node = v.owner
@@ -63,7 +71,7 @@ def _local_copy(var: Variable, parents: set, value_of, keep_types: bool = False)
             clone = _cloned(node, inputs, keep_types)
             for out, new in zip(node.outputs, clone.outputs, strict=True):
                 memo[out] = new
-    return memo[var]
+    return [memo[var] for var in outputs]
 
 
 def _cloned(node: Apply, inputs: list[Variable], keep_types: bool = False) -> Apply:
@@ -91,19 +99,23 @@ def _shape(var: Variable, parents: set) -> tuple[list[Variable], tuple] | None:
     return graph_shape(var, parents.__contains__, lambda leaf, k: ("leaf", k, leaf.type))
 
 
-def copy_replacing(var: Variable, replace: dict, keep_types: bool = False) -> Variable:
-    """``var``'s graph with the variables of ``replace`` replaced, copying only the nodes
-    that read them; a node whose new inputs have its inputs' types is rebuilt without
-    PyTensor's ``make_node``.
+def copy_replacing(outputs: Variable | list[Variable], replace: dict,
+                   keep_types: bool = False) -> Variable | list[Variable]:
+    """``outputs``' graph (one variable or a list) with the variables of ``replace``
+    replaced, copying only the nodes that read them; a node whose new inputs have its
+    inputs' types is rebuilt without PyTensor's ``make_node``.
 
     ``keep_types``: every node keeps its output types, also where an op's type could
-    depend on its inputs' values. Valid where ``var``'s types were inferred from inputs
-    of the replacements' types and no values (a template's placeholders): without it, a
-    shape read from an input stacked from a thousand variables is inferred again, in time
-    that grows with their number, by every node that reads it."""
-    if not replace:
-        return var
-    return _local_copy(var, set(replace), replace.__getitem__, keep_types)
+    depend on its inputs' values. Valid where ``outputs``' types were inferred from
+    inputs of the replacements' types and no values (a template's placeholders, value
+    variables): without it, a shape read from an input stacked from a thousand variables
+    is inferred again, in time that grows with their number, by every node that reads
+    it."""
+    one = isinstance(outputs, Variable)
+    outputs = [outputs] if one else list(outputs)
+    copies = _local_copies(outputs, set(replace), replace.__getitem__, keep_types,
+                           replace_outputs=True) if replace else outputs
+    return copies[0] if one else copies
 
 
 class TermGroup(NamedTuple):

@@ -33,7 +33,7 @@ import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import toposort
 from pytensor.tensor.basic import MakeVector
 from pytensor.tensor.elemwise import DimShuffle
@@ -362,8 +362,9 @@ def join_block_inputs(point: dict, outputs: Sequence[Variable], inputs: Sequence
     Returns
     -------
     outputs : list of Variable
-        ``outputs`` reading the joined vector, cloned together (PyMC clones each on its
-        own).
+        ``outputs`` reading the joined vector: the nodes that read ``inputs`` copied
+        together (PyMC clones each output's whole graph on its own), a stack of scalar
+        inputs read as one gather of their positions.
     joined : Variable
         The joined vector, ``"joined_inputs"``.
     """
@@ -375,17 +376,67 @@ def join_block_inputs(point: dict, outputs: Sequence[Variable], inputs: Sequence
     static = all(None not in var.type.shape for var in inputs)
     dtype = ps.upcast(*[var.type.dtype for var in inputs])
     joined = pt.TensorType(dtype, shape=(sum(sizes) if static else None,))("joined_inputs")
-    replace: dict[Variable, Variable] = {}
+    replace = _JoinedReads(joined)
+    scalar_at: dict[Variable, int] = {}
     lo = 0
     for var, size in zip(inputs, sizes, strict=True):
-        shape = np.shape(point[var.name])
+        replace.where[var] = (lo, size, np.shape(point[var.name]))
         if var.type.ndim == 0:
-            element = joined[lo]
-        else:
-            element = joined[lo:lo + size].reshape(shape)
-        replace[var] = var.type.filter_variable(element.astype(var.type.dtype))
+            scalar_at[var] = lo
         lo += size
     replace.update(shared or {})
-    # cloned together: outputs that share subgraphs (a vector and its pieces) share
-    # their copies, where cloning each on its own copies the shared part every time
-    return list(clone_replace(list(outputs), replace, rebuild_strict=False)), joined
+    # a stack of scalar inputs (alike terms of a model written one variable per site) is
+    # one gather of the joined vector, not a node per scalar
+    replace.update(_stacks_as_gathers(outputs, scalar_at, joined))
+    # copied together, keeping the types (each replacement has its variable's type):
+    # outputs that share subgraphs share their copies, and no shape is inferred again
+    # from a stack of a thousand scalars
+    return copy_replacing(list(outputs), replace, keep_types=True), joined
+
+
+class _JoinedReads(dict):
+    """Input -> its read of the joined vector, built when first asked for: a scalar read
+    only through a stack of scalars (:func:`_stacks_as_gathers`) needs none."""
+
+    def __init__(self, joined: Variable) -> None:
+        super().__init__()
+        self.joined = joined
+        #: input -> (start, size, shape) in the joined vector
+        self.where: dict[Variable, tuple[int, int, tuple]] = {}
+
+    def __contains__(self, var) -> bool:
+        return var in self.where or super().__contains__(var)
+
+    def __iter__(self):
+        yield from self.where
+        yield from super().__iter__()
+
+    def __len__(self) -> int:
+        return len(self.where) + super().__len__()
+
+    def __missing__(self, var: Variable) -> Variable:
+        lo, size, shape = self.where[var]
+        element = self.joined[lo] if var.type.ndim == 0 else \
+            self.joined[lo:lo + size].reshape(shape)
+        read = var.type.filter_variable(element.astype(var.type.dtype))
+        self[var] = read
+        return read
+
+
+def _stacks_as_gathers(outputs: Sequence[Variable], scalar_at: dict,
+                       joined: Variable) -> dict:
+    """Every stack of scalar inputs in ``outputs`` (``pt.stack([z_0, z_1, ...])``) ->
+    the gather of their positions in ``joined``, of the stack's type."""
+    gathers = {}
+    if not scalar_at:
+        return gathers
+    for node in toposort(outputs):
+        if not isinstance(node.op, MakeVector) or not node.inputs:
+            continue
+        positions = [scalar_at.get(i) for i in node.inputs]
+        if any(p is None for p in positions):
+            continue
+        out = node.outputs[0]
+        gather = joined[np.asarray(positions, np.int64)].astype(out.type.dtype)
+        gathers[out] = out.type.filter_variable(gather, allow_convert=True)
+    return gathers

@@ -19,20 +19,20 @@ import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.rewriting import inline_ofg_node
 from pytensor.graph.basic import Variable, clone_get_equiv
-from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, toposort, variable_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
+from pytensor.tensor.basic import MakeVector
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape
 
-from pymc_discrete.pymc.model.local_terms import LocalTerms, local_term_groups
+from pymc_discrete.pymc.model.local_terms import LocalTerms, copy_replacing, local_term_groups
 from pymc_discrete.pymc.model.stacking import stack_alike, stack_groups
 
 __all__ = ["BlockPieces", "all_of", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
-           "read_block_pieces", "split_into_pieces", "stacked_model_logp",
+           "read_block_pieces", "site_reads", "split_into_pieces", "stacked_model_logp",
            "states_as_constants", "without_checks"]
 
 
@@ -298,24 +298,62 @@ def block_pieces(model, value_vars: Sequence[Variable]) -> tuple[list[Variable],
 def piece_sizes(pieces: Sequence[Variable], model, point: dict) -> np.ndarray:
     """Number of elements of every raveled piece (of :func:`block_pieces`) at ``point``
     (they do not depend on the values)."""
+    static = [p.type.shape for p in pieces]
+    if all(None not in shape for shape in static):  # no function to compile
+        return np.asarray([int(np.prod(shape, dtype=np.int64)) for shape in static],
+                          dtype=np.int64)
     inputs = [v for v in model.value_vars if v.name in point]
     sizes = pytensor.function(inputs, pt.stack([p.size for p in pieces]),
                               on_unused_input="ignore", mode="FAST_COMPILE")
     return sizes(*[point[v.name] for v in inputs])
 
 
+def site_reads(graphs: Sequence[Variable], value_vars: Sequence[Variable],
+               point: dict) -> tuple[dict, set]:
+    """How ``graphs`` read the block: every stack of its scalar value variables
+    (``pt.stack([z_0, z_1, ...])``, what stacking a model written one variable per site
+    leaves) -> the positions of its variables among the block's sites, and the value
+    variables read otherwise (a vector variable, a scalar read by itself)."""
+    site, lo = {}, 0
+    for var in value_vars:
+        if var.type.ndim == 0:
+            site[var] = lo
+        lo += int(np.prod(np.shape(point[var.name]), dtype=np.int64))
+    stacks, direct = {}, set()
+    block = set(value_vars)
+    for node in toposort(graphs):
+        if isinstance(node.op, MakeVector) and node.inputs and all(
+                i in site for i in node.inputs):
+            stacks[node.outputs[0]] = np.asarray([site[i] for i in node.inputs], np.int64)
+            continue
+        direct.update(i for i in node.inputs if i in block)
+    direct.update(g for g in graphs if g in block)
+    return stacks, direct
+
+
 def states_as_constants(value_vars: Sequence[Variable], point: dict,
-                        states: np.ndarray) -> dict:
+                        states: np.ndarray, graphs: Sequence[Variable] | None = None
+                        ) -> dict:
     """Replacements of the block's value variables by constants holding ``states`` (S,
     N) (the block's sites in order, variable after variable) along a new leading axis:
-    for ``vectorize_graph``, to evaluate a graph of the block at S states at once."""
+    for ``vectorize_graph``, to evaluate a graph of the block at S states at once.
+
+    Given the ``graphs``, a stack of scalar value variables in them is replaced as a
+    whole, by one (S, n) constant (:func:`site_reads`), and only the variables read
+    otherwise are replaced one by one: a thousand scalar variables of a model written one
+    variable per site are then one constant, not a thousand stacked."""
+    stacks, direct = site_reads(graphs, value_vars, point) if graphs is not None \
+        else ({}, set(value_vars))
     replace, lo = {}, 0
     for var in value_vars:
         shape = tuple(int(d) for d in np.shape(point[var.name]))
         size = int(np.prod(shape, dtype=np.int64))
-        replace[var] = pt.constant(
-            states[:, lo:lo + size].reshape((states.shape[0], *shape)).astype(var.type.dtype))
+        if var in direct:
+            replace[var] = pt.constant(states[:, lo:lo + size].reshape(
+                (states.shape[0], *shape)).astype(var.type.dtype))
         lo += size
+    for stack, positions in stacks.items():
+        replace[stack] = pt.constant(states[:, positions].astype(stack.type.dtype))
     return replace
 
 
@@ -362,7 +400,9 @@ def without_checks(vector: Variable,
     conditions = [pt.all(c) for node in nodes for c in node.inputs[1:]
                   if variable_depends_on(c, block)]
     replacements = {node.outputs[0]: node.inputs[0] for node in nodes}
-    unchecked = graph_replace(vector, replacements, strict=False)
+    # a check passes its value's type through: the graph keeps its types, and a stack
+    # of a thousand scalar sites is not read again for them
+    unchecked = copy_replacing(vector, replacements, keep_types=True)
     return unchecked, all_of(conditions)
 
 

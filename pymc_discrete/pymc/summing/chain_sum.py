@@ -220,8 +220,9 @@ def _batched(pieces: list, value_vars, point: dict, states: np.ndarray) -> tuple
         return None, pt.constant(True)
     rows = states.shape[0]
     unchecked, helds = zip(*[without_checks(piece, list(value_vars)) for piece in pieces])
-    batched = vectorize_graph([*unchecked, *helds],
-                              replace=states_as_constants(value_vars, point, states))
+    graphs = [*unchecked, *helds]
+    batched = vectorize_graph(graphs, replace=states_as_constants(value_vars, point, states,
+                                                                  graphs))
     terms = pt.concatenate([pt.broadcast_to(b, (rows, b.shape[-1])) if b.ndim == 2
                             else b.reshape((rows, -1)) for b in batched[:len(pieces)]],
                            axis=1)

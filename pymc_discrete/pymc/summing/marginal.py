@@ -20,7 +20,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.model.core import ValueGradFunction
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import graph_inputs, toposort
 from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
@@ -30,12 +30,14 @@ from pytensor.tensor.subtensor import AdvancedSubtensor
 from pytensor.tensor.type import discrete_dtypes
 
 from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.local_terms import copy_replacing
 from pymc_discrete.pymc.model.reproducible import exact_mode
 from pymc_discrete.pymc.model.terms import (
     all_of,
     block_pieces,
     fresh_copy,
     piece_sizes,
+    site_reads,
     states_as_constants,
     without_checks,
 )
@@ -191,8 +193,10 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         # block is a constant fill of v, which PyTensor's rewrites push out of the
         # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
         # over a (K, N) constant
-        rows = [_single_value_gathers(clone_replace([*unchecked, *helds],
-                                                    _state(value_vars, point, values[v])))
+        graphs = [*unchecked, *helds]
+        reads = site_reads(graphs, value_vars, point)
+        rows = [_single_value_gathers(copy_replacing(
+                    graphs, _state(value_vars, point, values[v], reads), keep_types=True))
                 for v in range(k)]
         checks = [row[i] for row in rows for i in range(len(pieces), len(rows[0]))]
         at_states = [PieceAtStates(k, size, rows=[row[p] for row in rows])
@@ -200,8 +204,9 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
     else:
         # many values (a switch point over 111 years, a window of counts): one vectorised
         # graph, K copies would take minutes to compile
-        batched = vectorize_graph([*unchecked, *helds],
-                                  replace=states_as_constants(value_vars, point, values))
+        graphs = [*unchecked, *helds]
+        batched = vectorize_graph(graphs, replace=states_as_constants(value_vars, point,
+                                                                      values, graphs))
         at_states = [PieceAtStates(k, size, batched=batched[p])
                      for p, size in enumerate(sizes)]
         checks = batched[len(pieces):]
@@ -241,19 +246,32 @@ def _site_columns(piece: PieceAtStates, own: np.ndarray, n: int
     return columns, (piece.rows[0][loose].sum() if loose.size else pt.constant(0.0))
 
 
-def _state(value_vars: Sequence[Variable], point: dict, row: np.ndarray) -> dict:
+def _state(value_vars: Sequence[Variable], point: dict, row: np.ndarray,
+           reads: tuple[dict, set]) -> dict:
     """Replacements of the block's value variables by one state, ``row`` (N,): a constant
-    fill where every site of a variable has the same value."""
+    fill where every site of a variable has the same value. A stack of scalar variables
+    (:func:`~pymc_discrete.pymc.model.terms.site_reads`) is replaced as a whole, the
+    same way; only the variables read otherwise are replaced one by one."""
+    stacks, direct = reads
     replace, lo = {}, 0
     for var in value_vars:
         shape = tuple(int(d) for d in np.shape(point[var.name]))
         size = int(np.prod(shape, dtype=np.int64))
-        part = row[lo:lo + size].astype(var.type.dtype)
-        replace[var] = (pt.full(shape, part[0], dtype=var.type.dtype)
-                        if size and np.all(part == part[0])
-                        else pt.constant(part.reshape(shape)))
+        if var in direct:
+            replace[var] = _filled(row[lo:lo + size].astype(var.type.dtype), shape)
         lo += size
+    for stack, positions in stacks.items():
+        part = row[positions].astype(stack.type.dtype)
+        replace[stack] = stack.type.filter_variable(_filled(part, part.shape),
+                                                    allow_convert=True)
     return replace
+
+
+def _filled(part: np.ndarray, shape: tuple) -> Variable:
+    """``part`` as a graph of ``shape``: a constant fill where its values are one."""
+    if part.size and np.all(part == part[0]):
+        return pt.full(shape, part[0], dtype=part.dtype)
+    return pt.constant(part.reshape(shape))
 
 
 def _single_value_gathers(graphs: list[Variable]) -> list[Variable]:
