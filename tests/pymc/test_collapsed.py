@@ -552,3 +552,33 @@ def test_same_seed_same_draws_on_one_and_two_cores():
     # the draws are not trivially constant
     assert np.unique(runs[0].posterior["psi"].values).size > 50
     assert runs[0].posterior["z"].values[..., 1:].std() > 0
+
+
+def test_the_block_is_not_drawn_in_tuning_where_no_other_step_reads_it():
+    """Owning every variable, CollapsedNUTS skips the block's draw while tuning (NUTS
+    samples the marginal; a draw depends on the continuous values alone): the warm-up
+    keeps the initial values, every draw after tuning is drawn afresh. Next to another
+    step (which may read the block), or called by hand, it draws."""
+    model = _occupancy_model()
+    with model:
+        step = pmd.CollapsedNUTS()
+    draw = step.methods[1]
+    assert draw.draws_in_tuning is False
+    idata = _sample(model, step=step, draws=200, tune=50, chains=1,
+                    discard_tuned_samples=False)
+    warm = idata.warmup_posterior["z"].values[0]
+    assert (warm == warm[0]).all()
+    assert (idata.warmup_sample_stats["jump_distance"].values == 0).all()
+    kept = idata.posterior["z"].values[0]
+    assert (kept[:, 0] == 1).all()  # the forced site stays occupied
+    # the free sites move, and the draws after tuning are not the initial values
+    assert len({tuple(row) for row in kept}) > 1
+    # called by hand (no chain set up to tune), the step draws
+    point = model.initial_point()
+    drawn = {tuple(draw.step(point)[0]["z"]) for _ in range(40)}
+    assert len(drawn) > 1
+
+    with model:
+        pm.Bernoulli("w", model["psi"])  # another step's variable
+        shared = pmd.CollapsedNUTS([model["z"]])
+    assert shared.methods[1].draws_in_tuning is True

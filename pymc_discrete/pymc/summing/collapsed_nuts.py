@@ -112,6 +112,15 @@ class ExactBlockDraw(ScalarSitesMapping, ArrayStepShared):
         Smallest value of every site.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's steps.
+
+    Attributes
+    ----------
+    draws_in_tuning : bool
+        Whether the block is drawn during tuning. A draw depends on the continuous
+        values alone, not on the block's previous values, so where nothing else reads
+        the block (no other step of the model) tuning needs no draw:
+        :class:`CollapsedNUTS` then sets this to False, and the block keeps its initial
+        values through the warm-up (every draw after tuning is drawn afresh).
     """
 
     name = "collapsed_draw"
@@ -134,6 +143,20 @@ class ExactBlockDraw(ScalarSitesMapping, ArrayStepShared):
         table = clone_replace(pt.switch(held, per_site, -np.inf), exact.shared)
         self._table = compile_function([], table, **(compile_kwargs or {}))
         self._table.trust_input = True
+        self.draws_in_tuning = True
+        # tuning only between a chain's set-up and PyMC's stop_tuning: a step called by
+        # hand always draws
+        self.tune = False
+
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """A chain tunes for ``tune`` iterations (PyMC sets only the compound's flag)."""
+        super().setup_chain(rng, tune, draws)
+        self.tune = tune > 0
+
+    def step(self, point):
+        if self.tune and not self.draws_in_tuning:  # not even the point's mapping
+            return point, [{"accept": 1.0, "jump_distance": 0}]
+        return super().step(point)
 
     def astep(self, q0):
         x = np.asarray(q0.data, dtype=np.int64) - self._offsets
@@ -201,6 +224,12 @@ class CollapsedNUTS(CompoundStep):
     the joint's).
     A NUTS gradient evaluates the block's terms at K states (K values per site): cheap
     for labels and indicators, K times the likelihood for a switch point with K years.
+
+    Where the step samples every free variable of the model (no other step reads the
+    block), the block of sites sharing no term is not drawn during tuning: NUTS samples
+    the marginal, and each draw of the block depends on the continuous values alone.
+    The block keeps its initial values in the warm-up draws
+    (``discard_tuned_samples=False``) and is drawn afresh at every draw after tuning.
 
     Examples
     --------
@@ -273,6 +302,9 @@ class CollapsedNUTS(CompoundStep):
         draw = ExactBlockDraw(block, exact=exact, possible=possible, offsets=support.offsets,
                           model=model, initial_point=initial_point,
                           compile_kwargs=compile_kwargs)
+        # no other step reads the block: tuning, which samples the marginal, needs no
+        # draw of it
+        draw.draws_in_tuning = not _owns_every_variable(model, block, continuous)
         #: the block's structure (shared with the draw step)
         self.exact_ratios = exact
         #: (N, K) which values of every site the sum runs over (None for counts)
@@ -319,6 +351,12 @@ class CollapsedNUTS(CompoundStep):
                                          compile_kwargs)
         return MarginalNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,
                              initial_point=initial_point, **nuts_kwargs)
+
+
+def _owns_every_variable(model, block, continuous) -> bool:
+    """Whether the block and the continuous variables are every free variable of the
+    model (no other step will read the block)."""
+    return {v.name for v in (*block, *continuous)} == {v.name for v in model.value_vars}
 
 
 def _finite(rv) -> bool:
