@@ -49,7 +49,11 @@ case and exits with status 1 if any case differs, failed or is missing. Options:
 A case whose algorithm was changed on purpose is expected to differ: record again after
 the change and say so in the commit. Digests are only comparable with the same versions
 of NumPy, PyTensor, PyMC and numba (and on the same machine architecture): the record
-keeps them, and ``--compare`` warns when they differ. Sampler warnings (tuning, fallback
+keeps them, and ``--compare`` warns when they differ. The CPU matters too, below what the
+record names: on two x86_64 VMs of the same versions a third of the cases differed in the
+last bits of floating-point statistics (the same commit on both), so a difference
+against a record written on another VM says to record the parent commit on this one and
+compare against that. Sampler warnings (tuning, fallback
 to exact ratios) are expected on such short runs and are silenced. The whole set takes
 about two minutes with one core (longer the first time, while PyTensor fills its
 compilation cache; the compiled-loop cases compile a numba loop every time).
