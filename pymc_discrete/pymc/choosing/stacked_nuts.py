@@ -19,12 +19,11 @@ import numpy as np
 import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import variable_depends_on
 from pytensor.tensor.elemwise import Elemwise
 
 from pymc_discrete.pymc.model.reproducible import compile_function
-from pymc_discrete.pymc.model.stacking import gather_joined_sites
+from pymc_discrete.pymc.model.stacking import read_from_vector
 from pymc_discrete.pymc.model.terms import stacked_model_logp
 from pymc_discrete.pymc.summing.collapsed_nuts import MarginalNUTS
 from pymc_discrete.pymc.summing.marginal import marginal_logp_dlogp
@@ -101,14 +100,8 @@ def stacked_nuts(model, continuous, discrete, initial_point, compile_kwargs,
     point = initial_point if initial_point is not None else model.initial_point()
     values = np.concatenate([np.ravel(point[v.name]) for v in discrete]).astype(np.int64)
     sites = pytensor.shared(values, name="discrete_sites")
-    replace, start = {}, 0
-    for var in discrete:
-        shape = np.shape(point[var.name])
-        size = int(np.prod(shape, dtype=np.int64))
-        read = sites[start] if shape == () else sites[start:start + size].reshape(shape)
-        replace[var] = read.astype(var.dtype)
-        start += size
-    (logp,) = gather_joined_sites([graph_replace(logp, replace, strict=False)], sites)
+    # the stacked sites read as one gather of the shared vector
+    (logp,) = read_from_vector([logp], discrete, point, sites)
     logp, fixed_logp, fixed = _hoisted(logp, model.value_vars)
     logp_dlogp = marginal_logp_dlogp(model, logp, continuous, point, compile_kwargs)
     nuts = StackedNUTS(continuous, model=model, logp_dlogp_func=logp_dlogp,

@@ -44,8 +44,8 @@ from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 from pymc_discrete.pymc.model.local_terms import copy_replacing
 
-__all__ = ["StackedTerms", "gather_joined_sites", "join_block_inputs", "stack_alike",
-           "stack_groups"]
+__all__ = ["StackedTerms", "gather_joined_sites", "join_block_inputs", "read_from_vector",
+           "stack_alike", "stack_groups"]
 
 #: a group is stacked from this many members on
 MIN_GROUP = 2
@@ -376,22 +376,31 @@ def join_block_inputs(point: dict, outputs: Sequence[Variable], inputs: Sequence
     static = all(None not in var.type.shape for var in inputs)
     dtype = ps.upcast(*[var.type.dtype for var in inputs])
     joined = pt.TensorType(dtype, shape=(sum(sizes) if static else None,))("joined_inputs")
-    replace = _JoinedReads(joined)
+    return read_from_vector(outputs, inputs, point, joined, shared), joined
+
+
+def read_from_vector(outputs: Sequence[Variable], inputs: Sequence[Variable], point: dict,
+                     vector: Variable, shared: dict | None = None) -> list[Variable]:
+    """``outputs`` with ``inputs`` read from ``vector``, which holds them raveled and
+    joined in order (:func:`join_block_inputs`), and ``shared`` replacing other inputs.
+
+    A stack of scalar inputs (alike terms of a model written one variable per site) is
+    read as one gather of ``vector``, not a node per scalar; the nodes that read the
+    inputs are copied together, keeping their types (each read has its input's type), so
+    that no shape is inferred again from a stack of a thousand scalars."""
+    replace = _JoinedReads(vector)
     scalar_at: dict[Variable, int] = {}
     lo = 0
-    for var, size in zip(inputs, sizes, strict=True):
-        replace.where[var] = (lo, size, np.shape(point[var.name]))
+    for var in inputs:
+        shape = np.shape(point[var.name])
+        size = int(np.prod(shape, dtype=np.int64))
+        replace.where[var] = (lo, size, shape)
         if var.type.ndim == 0:
             scalar_at[var] = lo
         lo += size
     replace.update(shared or {})
-    # a stack of scalar inputs (alike terms of a model written one variable per site) is
-    # one gather of the joined vector, not a node per scalar
-    replace.update(_stacks_as_gathers(outputs, scalar_at, joined))
-    # copied together, keeping the types (each replacement has its variable's type):
-    # outputs that share subgraphs share their copies, and no shape is inferred again
-    # from a stack of a thousand scalars
-    return copy_replacing(list(outputs), replace, keep_types=True), joined
+    replace.update(_stacks_as_gathers(outputs, scalar_at, vector))
+    return copy_replacing(list(outputs), replace, keep_types=True)
 
 
 class _JoinedReads(dict):
