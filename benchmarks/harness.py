@@ -218,7 +218,8 @@ def machine_description() -> str:
     import numba
     import pytensor
 
-    line = (f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
+    # os.cpu_count() counts logical CPUs (PyMC's default cores is min(4, half of them))
+    line = (f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or 'cpu'}; "
             f"Python {platform.python_version()}, PyMC {pm.__version__}, "
             f"PyTensor {pytensor.__version__}, numba {numba.__version__}")
     jobs = int(os.environ.get(CONCURRENT_JOBS, "1"))
