@@ -31,7 +31,7 @@ from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.compiled import CompiledExactRatios, CompiledTerms
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.setup_progress import SetupProgress, listed
-from pymc_discrete.pymc.model.stacking import gather_joined_sites, join_block_inputs
+from pymc_discrete.pymc.model.stacking import join_block_inputs
 from pymc_discrete.pymc.model.step_cost import exact_call
 from pymc_discrete.pymc.model.structure_reading import (
     MAX_BATCH_VALUES,
@@ -133,11 +133,9 @@ class ExactRatios(StructureReading):
                 pt.ones_like(piece, dtype="bool") if read
                 else pt.zeros_like(piece, dtype="bool")
                 for piece, read in zip(pieces, piece_reads, strict=True)])
+            # stacked scalar variables (one variable per site) read as one gather
             [vector, reads, *joined_pieces], joined = join_block_inputs(
                 point, [vector, reads, *pieces], value_vars, shared)
-            # stacked scalar variables (one variable per site) read as one gather
-            vector, reads, *joined_pieces = gather_joined_sites(
-                [vector, reads, *joined_pieces], joined)
             self._site_values = (np.full(n_sites, 2, dtype=np.int64)
                                  if self.n_categories is None else self.n_categories)
             # a discrete variable's own log density with fixed parameters, read from a

@@ -17,7 +17,7 @@ over a new leading axis, with every differing leaf stacked along it: one term wh
 element g is member g's term, to the bit (the same ops on the same values).
 
 The stacked value variables read ``pt.stack([z_i, ...])``; once the block is joined into
-one vector, :func:`gather_joined_sites` turns such a stack into one gather of the joined
+one vector, :func:`read_from_vector` reads such a stack as one gather of the joined
 vector (``x[[i, ...]]``), the form a vectorised phrasing's ``z[1:]`` takes.
 
 Only groups in which a block variable differs between members are stacked: a vectorised
@@ -33,18 +33,15 @@ import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import toposort
 from pytensor.tensor.basic import MakeVector
-from pytensor.tensor.elemwise import DimShuffle
-from pytensor.tensor.shape import Reshape
-from pytensor.tensor.subtensor import Subtensor
 
 from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 from pymc_discrete.pymc.model.local_terms import copy_replacing
 
-__all__ = ["StackedTerms", "gather_joined_sites", "join_block_inputs", "read_from_vector",
+__all__ = ["StackedTerms", "join_block_inputs", "read_from_vector", "scalar_stacks",
            "stack_alike", "stack_groups"]
 
 #: a group is stacked from this many members on
@@ -295,47 +292,19 @@ def stack_groups(local, block: Sequence[Variable]) -> list[tuple[Variable, np.nd
     return stacked
 
 
-def _joined_site(var: Variable, joined: Variable) -> int | None:
-    """The index ``c`` where the scalar ``var`` is one element of ``joined``
-    (``joined[c:c + 1].reshape(())`` as PyMC's ``join_nonshared_inputs`` writes it, or
-    ``joined[c]``), else None."""
-    if var.type.ndim != 0 or var.owner is None:
-        return None
-    node = var.owner
-    one_element = isinstance(node.op, Reshape | DimShuffle)
-    if one_element:  # the reshape of a one-element slice
-        node = node.inputs[0].owner
-    if node is None or not isinstance(node.op, Subtensor) or node.inputs[0] is not joined:
-        return None
-    entries, constants = node.op.idx_list, node.inputs[1:]
-    if len(entries) != 1 or not all(isinstance(c, Constant) for c in constants):
-        return None
-    entry = entries[0]
-    if not one_element:
-        return None if isinstance(entry, slice) else int(constants[0].data)
-    if not isinstance(entry, slice) or entry.step is not None or entry.start is None \
-            or entry.stop is None:
-        return None
-    start, stop = (int(c.data) for c in constants)
-    return start if stop == start + 1 else None
-
-
-def gather_joined_sites(outputs: Sequence[Variable], joined: Variable) -> list[Variable]:
-    """``outputs`` with every stack of scalar elements of ``joined``
-    (``pt.stack([joined[i], ...])``, what :func:`stack_alike` leaves once the block is
-    joined) read as one gather ``joined[[i, ...]]``: one node instead of 2T + 1."""
-    replace = {}
+def scalar_stacks(outputs: Sequence[Variable], position: dict) -> dict:
+    """Every stack of scalar variables in ``outputs`` (``pt.stack([z_0, z_1, ...])``, what
+    stacking a model written one variable per site leaves) whose variables all have a
+    ``position`` -> their positions (int64 array)."""
+    stacks = {}
+    if not position:
+        return stacks
     for node in toposort(outputs):
-        if not isinstance(node.op, MakeVector):
-            continue
-        sites = [_joined_site(i, joined) for i in node.inputs]
-        if not sites or any(s is None for s in sites):
-            continue
-        gather = joined[np.asarray(sites, np.int64)].astype(node.outputs[0].type.dtype)
-        replace[node.outputs[0]] = gather
-    if not replace:
-        return list(outputs)
-    return list(graph_replace(list(outputs), replace, strict=False))
+        if isinstance(node.op, MakeVector) and node.inputs and all(
+                i in position for i in node.inputs):
+            stacks[node.outputs[0]] = np.asarray([position[i] for i in node.inputs],
+                                                 np.int64)
+    return stacks
 
 
 def join_block_inputs(point: dict, outputs: Sequence[Variable], inputs: Sequence[Variable],
@@ -434,18 +403,10 @@ class _JoinedReads(dict):
 
 def _stacks_as_gathers(outputs: Sequence[Variable], scalar_at: dict,
                        joined: Variable) -> dict:
-    """Every stack of scalar inputs in ``outputs`` (``pt.stack([z_0, z_1, ...])``) ->
-    the gather of their positions in ``joined``, of the stack's type."""
+    """Every stack of scalar inputs in ``outputs`` (:func:`scalar_stacks`) -> the gather
+    of their positions in ``joined``, of the stack's type."""
     gathers = {}
-    if not scalar_at:
-        return gathers
-    for node in toposort(outputs):
-        if not isinstance(node.op, MakeVector) or not node.inputs:
-            continue
-        positions = [scalar_at.get(i) for i in node.inputs]
-        if any(p is None for p in positions):
-            continue
-        out = node.outputs[0]
-        gather = joined[np.asarray(positions, np.int64)].astype(out.type.dtype)
+    for out, positions in scalar_stacks(outputs, scalar_at).items():
+        gather = joined[positions].astype(out.type.dtype)
         gathers[out] = out.type.filter_variable(gather, allow_convert=True)
     return gathers

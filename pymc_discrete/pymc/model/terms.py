@@ -22,14 +22,13 @@ from pytensor.graph.basic import Variable, clone_get_equiv
 from pytensor.graph.traversal import graph_inputs, toposort, variable_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.basic import MakeVector
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape
 
 from pymc_discrete.pymc.model.local_terms import LocalTerms, copy_replacing, local_term_groups
-from pymc_discrete.pymc.model.stacking import stack_alike, stack_groups
+from pymc_discrete.pymc.model.stacking import scalar_stacks, stack_alike, stack_groups
 
 __all__ = ["BlockPieces", "all_of", "block_pieces", "block_terms", "fresh_copy", "model_terms", "piece_sizes",
            "read_block_pieces", "site_reads", "split_into_pieces", "stacked_model_logp",
@@ -319,15 +318,12 @@ def site_reads(graphs: Sequence[Variable], value_vars: Sequence[Variable],
         if var.type.ndim == 0:
             site[var] = lo
         lo += int(np.prod(np.shape(point[var.name]), dtype=np.int64))
-    stacks, direct = {}, set()
+    stacks = scalar_stacks(graphs, site)
     block = set(value_vars)
+    direct = {g for g in graphs if g in block}
     for node in toposort(graphs):
-        if isinstance(node.op, MakeVector) and node.inputs and all(
-                i in site for i in node.inputs):
-            stacks[node.outputs[0]] = np.asarray([site[i] for i in node.inputs], np.int64)
-            continue
-        direct.update(i for i in node.inputs if i in block)
-    direct.update(g for g in graphs if g in block)
+        if node.outputs[0] not in stacks:
+            direct.update(i for i in node.inputs if i in block)
     return stacks, direct
 
 
