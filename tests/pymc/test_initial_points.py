@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
+from pymc.initial_point import make_initial_point_expression
 
 from pymc_discrete import example_models
-from pymc_discrete.pymc.choosing.initial_points import plain_initial_point_function
+from pymc_discrete.pymc.choosing.initial_points import (
+    graph_evaluator,
+    plain_initial_point_function,
+)
 from tests.pymc.per_variable import per_variable, vectorised
 
 KINDS = ["hmm", "mixture", "occupancy", "lattice"]
@@ -61,3 +66,29 @@ def test_a_random_initial_value_is_drawn_from_the_seed():
     ours = plain_initial_point_function(model)
     assert not np.array_equal(ours(3)["mu"], ours(4)["mu"])
     np.testing.assert_array_equal(ours(3)["mu"], ours(3)["mu"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_model_written_per_variable_is_evaluated_without_compiling(kind):
+    model = per_variable(kind, 4 if kind == "lattice" else 9)
+    expressions = make_initial_point_expression(
+        free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
+        initval_strategies=dict(model.rvs_to_initial_values), return_transformed=True)
+    evaluate = graph_evaluator(expressions)
+    assert evaluate is not None
+    first = evaluate()
+    for value in first:  # the points handed out are copies, not the graph's constants
+        value[...] = -7
+    expected = list(model.initial_point().values())
+    for got, value in zip(evaluate(), expected, strict=True):
+        np.testing.assert_array_equal(got, value)
+
+
+def test_a_graph_that_draws_or_checks_is_compiled():
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 1, initval="prior")
+        pm.Normal("x", mu, 1.0)
+    assert graph_evaluator([mu]) is None  # a random variable draws in place once compiled
+    checked = pm.logp(pm.Normal.dist(0.0, -1.0), 0.0)
+    assert graph_evaluator([checked]) is None  # its check becomes a switch once compiled
+    assert graph_evaluator([pm.math.exp(pt.as_tensor(1.0))]) is not None
