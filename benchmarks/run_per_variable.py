@@ -16,6 +16,12 @@ compute_convergence_checks=False)``. Measured:
 * **ESS/s**: the smallest bulk ESS (ArviZ) over the statistics of the model (the means and
   scale of the chain, the occupancy and detection probabilities, the lattice's
   magnetisation) over the whole ``pm.sample`` call, set-up included;
+* **PyMC's InferenceData**: the seconds of PyMC's conversion of the draws to the
+  InferenceData ``pm.sample`` returns (``pm.to_inference_data``, then the warning
+  statistic dropped, as ``pm.sample`` does), timed in the same process on a repeat of the
+  run with ``return_inferencedata=False``; part of the set-up above, and left out of both
+  phrasings' times in a second ratio (xarray aligns every variable against the others,
+  so a model with a variable per site pays for it);
 * **r-hat**, and the agreement of every statistic's mean with the vectorised run of the
   same seed, ``|mean - mean_vec| / sqrt(MCSE^2 + MCSE_vec^2)``.
 
@@ -89,8 +95,28 @@ def measure_child(spec: dict) -> dict:
     stats = statistics(kind, idata.posterior, n, per_variable)
     ess = min(_ess(a) for a in stats.values())
     return {"total": total, "setup": total - sampling, "ess": ess,
+            "conversion": _pymcs_conversion(model, spec),
             "rhat": max(rhat(a) for a in stats.values()),
             "means": {k: list(mean_mcse(a)) for k, a in stats.items()}}
+
+
+def _pymcs_conversion(model, spec: dict) -> float:
+    """Seconds of PyMC's conversion of the draws to the InferenceData ``pm.sample``
+    returns (``pm.to_inference_data``, then the warning statistic dropped), timed on a
+    repeat of the run that returns PyMC's trace."""
+    import warnings
+
+    import pymc as pm
+    from pymc.util import drop_warning_stat
+
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # return_inferencedata=False
+        trace = pm.sample(draws=spec["draws"], tune=spec["tune"], chains=spec["chains"],
+                          cores=1, random_seed=spec["seed"], progressbar=False,
+                          compute_convergence_checks=False, return_inferencedata=False)
+    start = time.perf_counter()
+    drop_warning_stat(pm.to_inference_data(trace, model=model, save_warmup=False))
+    return time.perf_counter() - start
 
 
 def _ess(a: np.ndarray) -> float:
@@ -108,7 +134,9 @@ def _deviation(ours: dict, theirs: dict) -> float:
                for (m, s), (m0, s0) in ((ours[k], theirs[k]) for k in ours))
 
 
-def _outcome(run: dict, reference: dict) -> SeedOutcome:
+def _outcome(run: dict, reference: dict, conversion: bool = True) -> SeedOutcome:
+    """The run's ESS per second of its ``pm.sample`` call (less PyMC's conversion to
+    InferenceData where ``conversion`` is False), and why it did not converge."""
     if "error" in run:
         return SeedOutcome(float("nan"), "failed")
     deviation = _deviation(run["means"], reference["means"]) if "means" in reference else 0.0
@@ -117,7 +145,8 @@ def _outcome(run: dict, reference: dict) -> SeedOutcome:
         problem = f"r-hat {run['rhat']:.3f}"
     elif deviation > MAX_DEVIATION:
         problem = f"{deviation:.1f} MCSE off"
-    return SeedOutcome(run["ess"] / run["total"], problem)
+    seconds = run["total"] if conversion else run["total"] - run["conversion"]
+    return SeedOutcome(run["ess"] / seconds, problem)
 
 
 def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False) -> str:
@@ -170,19 +199,27 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
             pymc = run_child({"kind": kind, "n": quarter, "per_variable": True,
                               "pymc_compile": True})
         vec = [_outcome(r, {}) for r in runs[False]]
-        per = [_outcome(r, ref) for r, ref in zip(runs[True], runs[False])]
+        per = [_outcome(r, ref) for r, ref in zip(runs[True], runs[False], strict=True)]
+        vec_less = [_outcome(r, {}, conversion=False) for r in runs[False]]
+        per_less = [_outcome(r, ref, conversion=False)
+                    for r, ref in zip(runs[True], runs[False], strict=True)]
         sites = n * n if kind == "ising" else n
         quarter_sites = quarter * quarter if kind == "ising" else quarter
         rows.append([
             f"{kind}, {sites} sites", ratio_over_seeds(per, vec),
             spread_over_seeds([r.get("setup", np.nan) for r in runs[True]]),
             spread_over_seeds([r.get("setup", np.nan) for r in runs[False]]),
+            spread_over_seeds([r.get("conversion", np.nan) for r in runs[True]]),
+            spread_over_seeds([r.get("conversion", np.nan) for r in runs[False]]),
+            ratio_over_seeds(per_less, vec_less),
             f"{pymc['seconds']:.0f} s at {quarter_sites} sites" if "seconds" in pymc else "-",
             spread_over_seeds([o.value for o in per], ".2g"),
             spread_over_seeds([o.value for o in vec], ".2g")])
     table = markdown_table(
         ["model", "per-variable / vectorised ESS/s (set-up counted)",
          "set-up per-variable (s)", "set-up vectorised (s)",
+         "of the set-up, PyMC's InferenceData: per-variable (s)", "vectorised (s)",
+         "ratio with PyMC's InferenceData left out of both",
          "PyMC: compile_logp of the per-variable model", "ESS/s per-variable",
          "ESS/s vectorised"], rows)
     minutes = (time.perf_counter() - started) / 60
