@@ -526,3 +526,22 @@ def test_registers_route_widens_a_window_that_proved_too_narrow(registered, capl
                           compute_convergence_checks=False, nuts_sampler="nutpie")
     assert "Sampling again, summed over" in caplog.text
     assert (idata["posterior"]["N"].values >= Y.max(axis=1)).all()
+
+
+def test_a_binary_site_is_drawn_with_its_conditional_probability():
+    """The draw of a site of two values (one uniform against the second value's
+    probability) against the exact probabilities, an impossible value never drawn; the
+    tolerance is 4 standard errors of each frequency."""
+    from pymc_discrete.pymc.summing.recover import _draw_binary
+
+    weights = np.array([[0.0, 0.0], [np.log(0.2), np.log(0.8)], [-3.0, 1.5],
+                        [-np.inf, 0.3], [2.0, -np.inf], [700.0, 699.0]])
+    second = np.exp(weights[:, 1] - np.logaddexp(weights[:, 0], weights[:, 1]))
+    draws = 200_000
+    table = np.broadcast_to(weights, (draws, *weights.shape))
+    drawn = _draw_binary(table, np.random.default_rng(3))
+    assert drawn.dtype == np.int64 and set(np.unique(drawn)) <= {0, 1}
+    frequency = drawn.mean(axis=0)
+    error = np.sqrt(second * (1 - second) / draws)
+    assert np.all(np.abs(frequency - second) <= 4 * error + 1e-12), (frequency, second)
+    assert frequency[3] == 1.0 and frequency[4] == 0.0

@@ -6,8 +6,9 @@ was summed out (:func:`~pymc_discrete.marginalize`), the block's conditional
 every site from its conditional at every posterior draw gives exact draws of
 ``(theta, z)`` from the joint posterior; a chain is drawn whole by forward filtering,
 backward sampling. The conditional tables of all draws come from
-one compiled graph vectorised over draws (in chunks), and the sites are drawn by the
-Gumbel-max trick from one seeded generator.
+one compiled graph vectorised over draws (in chunks), and the sites are drawn from one
+seeded generator: a site of two values by one uniform against its probability, others by
+the Gumbel-max trick.
 """
 
 from __future__ import annotations
@@ -77,7 +78,22 @@ def compile_conditional_tables(block: SummedBlock) -> tuple[Callable, list[str]]
     tables = [t if t.type.ndim == g.type.ndim + 1 else pt.broadcast_to(t, (n, *t.shape))
               for t, g in zip(tables, graphs)]
     function = compile_function(batched, tables)
+    _first_call(function, batched)
     return function, [values[v] for v in inputs]
+
+
+def _first_call(function: Callable, batched: list) -> None:
+    """Call ``function`` once on one made-up draw: numba links a compiled function's code
+    at its first call (20 ms on the occupancy model's tables), which belongs to the
+    compilation, not to the first drawing. The values are discarded, and so is an error
+    they raise (a made-up draw may be outside a parameter's support): the real draws
+    raise it again where it is real."""
+    try:
+        dummies = [np.full(tuple(1 if d is None else d for d in v.type.shape), 0.5,
+                           dtype=v.type.dtype) for v in batched]
+        function(*dummies)
+    except Exception:  # noqa: BLE001, S110 - the warm-up's outcome is never used
+        pass
 
 
 class CountWindowTooNarrow(ValueError):
@@ -105,10 +121,23 @@ def _check_window(block: SummedBlock, table: np.ndarray, first_draw: int) -> Non
                 f"count_width={grid_width(2 * window.width)})", window.width)
 
 
+def _draw_binary(table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(S, N) draws of sites of two values from their (S, N, 2) log-weights: the second
+    value where a uniform falls below its probability ``1 / (1 + exp(w0 - w1))``: one
+    uniform and one exponential a site, where the Gumbel-max draw takes a uniform and two
+    logarithms a value. A value of weight -inf is never drawn; a site whose two weights are -inf
+    (no possible value) draws the first, as the Gumbel-max draw's argmax does."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        second = 1.0 / (1.0 + np.exp(table[..., 0] - table[..., 1]))
+    return (rng.random(second.shape) < second).astype(np.int64)
+
+
 def _draw(block: SummedBlock, tables: list, rng: np.random.Generator) -> np.ndarray:
     """(S, N) draws of the block's sites (value indices) from their tables."""
     if block.layout is None:
         table = np.where(block.possible[None], tables[0], -np.inf)
+        if table.shape[-1] == 2:
+            return _draw_binary(table, rng)
         gumbel = -np.log(-np.log(rng.random(table.shape)))
         return np.argmax(table + gumbel, axis=-1)
     unary, pair = tables
@@ -189,14 +218,16 @@ def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"
         if block.count_window is not None and check_window:
             _check_window(block, tables[0], lo)
         drawn[lo:hi] = _draw(block, tables, rng)
-    drawn += block.offsets[None, :]
+    if block.offsets.any():
+        drawn += block.offsets[None, :]
     shapes = dict(zip(block.exact.var_names, block.exact.shapes, strict=True))
     lo = 0
     for name in block.names:
         shape = shapes[name]
         size = int(np.prod(shape, dtype=np.int64))
         rv = model.named_vars[name]
-        values = drawn[:, lo:lo + size].reshape(chains, draws, *shape).astype(rv.type.dtype)
+        values = drawn[:, lo:lo + size].reshape(chains, draws, *shape).astype(
+            rv.type.dtype, copy=False)
         lo += size
         dims = model.named_vars_to_dims.get(name) or tuple(
             f"{name}_dim_{i}" for i in range(len(shape)))
