@@ -128,14 +128,20 @@ def _draw_binary(table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     logarithms a value. A value of weight -inf is never drawn; a site whose two weights are -inf
     (no possible value) draws the first, as the Gumbel-max draw's argmax does."""
     with np.errstate(invalid="ignore", over="ignore"):
-        second = 1.0 / (1.0 + np.exp(table[..., 0] - table[..., 1]))
-    return (rng.random(second.shape) < second).astype(np.int64)
+        # u < p as u / p < 1, with 1 / p = 1 + exp(w0 - w1), in place in one array
+        scaled = np.subtract(table[..., 0], table[..., 1])
+        np.exp(scaled, out=scaled)
+        scaled += 1.0
+        scaled *= rng.random(scaled.shape)
+        return (scaled < 1.0).astype(np.int64)
 
 
 def _draw(block: SummedBlock, tables: list, rng: np.random.Generator) -> np.ndarray:
     """(S, N) draws of the block's sites (value indices) from their tables."""
     if block.layout is None:
-        table = np.where(block.possible[None], tables[0], -np.inf)
+        table = tables[0]
+        if not block.possible.all():
+            table = np.where(block.possible[None], table, -np.inf)
         if table.shape[-1] == 2:
             return _draw_binary(table, rng)
         gumbel = -np.log(-np.log(rng.random(table.shape)))
