@@ -25,7 +25,7 @@ own function is used.
 Where the expression holds nothing that a compilation changes, it is not compiled at all:
 :func:`graph_evaluator` calls each node's Python implementation in order, the thunks the
 Python linker would build, without the function graph, the clone and the storage that
-compiling a graph of every variable builds (1.2 s of the 2.0 s the function cost on a
+compiling a graph of every variable builds (1.1 s of the 2.3 s the function cost on a
 30 x 30 lattice of scalar sites, measured). What a compilation changes is listed in
 :func:`graph_evaluator`; a graph holding any of it is compiled as above.
 """
@@ -112,8 +112,9 @@ def plain_initial_point_function(model) -> Callable:
     """The model's plain initial-point function (PyMC's ``make_initial_point_fn`` with
     no overrides and no jitter), its graph evaluated as written or compiled without
     rewrites (module docstring): ``seed -> {value variable name: initial value}``."""
-    # the expression's nodes record no traceback: a graph of every variable spends a
-    # third of its construction there, and a failure falls back to PyMC's own function
+    # the expression's nodes record no traceback: extracting one for every new node is a
+    # large part of building a graph of every variable (profiled), and a failure falls
+    # back to PyMC's own function, which records them
     with config.change_flags(traceback__limit=0):
         expressions = make_initial_point_expression(
             free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
