@@ -348,6 +348,29 @@ def test_scalar_sites_are_mapped_as_pymc_maps_them(kind, registered, monkeypatch
         assert fast.posterior[name].dtype == pymcs.posterior[name].dtype
 
 
+def test_scalar_sites_are_written_as_shared_read_only_values():
+    """A step over scalar sites writes each site as the read-only 0-d array of its value,
+    one per value: the dtype and shape PyMC's mapping gives, equal values shared, and an
+    attempt to change one in place raises instead of changing every site of that
+    value."""
+    model = per_variable("hmm", 8, continuous=False)
+    sites = [model[f"z_{t}"] for t in range(8)]
+    with model:
+        step = pmd.ChainGibbs(sites)
+    point = model.initial_point()
+    step.setup_chain(np.random.default_rng(1), tune=0, draws=5)
+    for _ in range(5):
+        point, _ = step.step(point)
+    values = [point[f"z_{t}"] for t in range(8)]
+    for value in values:
+        assert isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.int64
+        assert not value.flags.writeable
+    by_value = {int(v): v for v in values}
+    assert all(v is by_value[int(v)] for v in values)
+    with pytest.raises(ValueError, match="read-only"):
+        values[0][...] = 1
+
+
 def _logp_with_value(model, name: str, value: np.ndarray):
     """The model's log density with the observed ``name`` at ``value`` instead of its
     data, compiled as a function of a point."""
