@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import pytest
 
 from pymc_discrete.pymc.choosing import scalar_trace, summed_route
 from pymc_discrete.pymc.choosing.scalar_trace import TracedValues, with_recording_trace
@@ -26,10 +27,16 @@ def _model() -> pm.Model:
     return model
 
 
-def test_traced_values_are_pymcs():
+@pytest.mark.parametrize("order", ["pymc", "reversed", "values only"])
+def test_traced_values_are_pymcs(order):
+    """PyMC's order (the values a slice of the arguments), another order and the value
+    variables alone (picked one by one) give what PyMC's trace function gives."""
     model = _model()
-    traced = model.unobserved_value_vars
+    traced = {"pymc": model.unobserved_value_vars,
+              "reversed": model.unobserved_value_vars[::-1],
+              "values only": model.value_vars}[order]
     ours = TracedValues(model, traced)
+    assert (ours._leading is not None) == (order != "reversed")
     pymcs = model.compile_fn(traced, inputs=model.value_vars, point_fn=False,
                              on_unused_input="ignore")
     rng = np.random.default_rng(1)

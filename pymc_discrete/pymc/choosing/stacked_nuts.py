@@ -25,6 +25,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.stacking import read_from_vector
 from pymc_discrete.pymc.model.terms import stacked_model_logp
+from pymc_discrete.pymc.steps.scalar_point import site_reader
 from pymc_discrete.pymc.summing.collapsed_nuts import MarginalNUTS
 from pymc_discrete.pymc.summing.marginal import marginal_logp_dlogp
 
@@ -61,8 +62,10 @@ class StackedNUTS(MarginalNUTS):
     sites = None
     site_names: tuple[str, ...] = ()
 
-    #: whether every site is a variable of its own (then read without a concatenation)
+    #: whether every site is a variable of its own (then read without a concatenation),
+    #: and ``point -> the sites' values in order`` (:func:`site_reader`)
     scalar_sites = False
+    read_sites = None
 
     #: the terms that read no continuous variable, summed: a shared scalar the density
     #: adds, and the function that evaluates it at the sites (None: no such terms)
@@ -73,7 +76,7 @@ class StackedNUTS(MarginalNUTS):
     def step(self, point):
         names = self.site_names
         if self.scalar_sites:
-            values = np.fromiter((point[name] for name in names), self.sites.dtype, len(names))
+            values = np.fromiter(self.read_sites(point), self.sites.dtype, len(names))
         else:
             values = np.concatenate([np.ravel(point[name]) for name in names])
         values = values.astype(self.sites.dtype, copy=False)
@@ -111,6 +114,7 @@ def stacked_nuts(model, continuous, discrete, initial_point, compile_kwargs,
         nuts.fixed_function = compile_function([], fixed, **(compile_kwargs or {}))
     nuts.sites, nuts.site_names = sites, tuple(v.name for v in discrete)
     nuts.scalar_sites = all(np.shape(point[v.name]) == () for v in discrete)
+    nuts.read_sites = site_reader(nuts.site_names)
     return nuts
 
 
