@@ -6,6 +6,7 @@ joint distribution is sampled right."""
 from __future__ import annotations
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -369,6 +370,9 @@ def test_scalar_sites_are_written_as_shared_read_only_values():
     assert all(v is by_value[int(v)] for v in values)
     with pytest.raises(ValueError, match="read-only"):
         values[0][...] = 1
+    # pickled (pm.sample(cores=2)), the shared values are made again, read-only
+    arrays = pickle.loads(pickle.dumps(step._scalar_sites[2]))
+    assert len(arrays) == 0 and not arrays[1].flags.writeable and arrays[1].dtype == np.int64
 
 
 def _logp_with_value(model, name: str, value: np.ndarray):

@@ -42,6 +42,10 @@ class ValueArrays(dict):
         self[value] = array
         return array
 
+    def __reduce__(self) -> tuple:
+        # pickled empty: an unpickled array is writeable, so each is made again here
+        return type(self), (self.dtype,)
+
 
 class _OneSite:
     """``point -> (point[name],)``: a reader of one name that pickles."""
