@@ -131,8 +131,16 @@ print(json.dumps(out))
 '''
 
 
+#: settings of the caller's shell that would make pip see another install of the package
+#: (the work tree on ``PYTHONPATH`` holds its egg-info) or put the wheel elsewhere
+_CALLERS_INSTALL_SETTINGS = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PIP_TARGET",
+                             "PIP_PREFIX", "PIP_ROOT", "PIP_USER")
+
+
 def _run(cmd, **kwargs) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kwargs)
+    """Run a build or install command, without the caller's install settings."""
+    env = {k: v for k, v in os.environ.items() if k not in _CALLERS_INSTALL_SETTINGS}
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, **kwargs)
     assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc
 
