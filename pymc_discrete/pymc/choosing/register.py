@@ -12,6 +12,7 @@ from pymc.step_methods import STEP_METHODS
 
 from pymc_discrete.pymc.choosing.assignment import wrap_assign_step_methods
 from pymc_discrete.pymc.choosing.auto_step import AutoStep
+from pymc_discrete.pymc.choosing.convergence_checks import wrap_convergence_checks
 from pymc_discrete.pymc.choosing.summed_route import wrap_sample
 
 __all__ = ["register", "unregister", "is_registered"]
@@ -27,6 +28,8 @@ _SAMPLE_HOMES = (pymc, sampling, mcmc)
 _pymc_sample = None
 #: PyMC's own ``assign_step_methods``, which ``pm.sample`` calls (None: not wrapped)
 _pymc_assign = None
+#: PyMC's own ``run_convergence_checks``, which ``pm.sample`` calls (None: not wrapped)
+_pymc_checks = None
 
 
 def register() -> None:
@@ -52,7 +55,9 @@ def register() -> None:
     PyMC's assignment itself (``pymc.sampling.mcmc.assign_step_methods``) is made the
     same way in time linear in the number of variables (PyMC's own grows with its
     square on a model written one variable per site:
-    :mod:`~pymc_discrete.pymc.choosing.assignment`).
+    :mod:`~pymc_discrete.pymc.choosing.assignment`), and so are its convergence checks
+    after sampling (``pymc.sampling.mcmc.run_convergence_checks``, the same warnings:
+    :mod:`~pymc_discrete.pymc.choosing.convergence_checks`).
 
     ``pm.sample`` is wrapped too (``from pymc import sample`` done before keeps PyMC's
     own): with ``nuts_sampler="nutpie" | "numpyro" | "blackjax"`` and no step, where the
@@ -70,12 +75,15 @@ def register() -> None:
     True
     >>> pmd.unregister()
     """
-    global _before, _pymc_sample, _pymc_assign
+    global _before, _pymc_sample, _pymc_assign, _pymc_checks
     if AutoStep not in STEP_METHODS:
         STEP_METHODS.insert(0, AutoStep)
     if _pymc_assign is None:
         _pymc_assign = mcmc.assign_step_methods
         mcmc.assign_step_methods = wrap_assign_step_methods(_pymc_assign)
+    if _pymc_checks is None:
+        _pymc_checks = mcmc.run_convergence_checks
+        mcmc.run_convergence_checks = wrap_convergence_checks(_pymc_checks)
     if _pymc_sample is None:
         _pymc_sample = mcmc.sample
         routed = wrap_sample(_pymc_sample)
@@ -103,13 +111,17 @@ def unregister() -> None:
     >>> pytensor.config.numba__fastmath == before
     True
     """
-    global _before, _pymc_sample, _pymc_assign
+    global _before, _pymc_sample, _pymc_assign, _pymc_checks
     while AutoStep in STEP_METHODS:
         STEP_METHODS.remove(AutoStep)
     if _pymc_assign is not None:
         if getattr(mcmc.assign_step_methods, "__wrapped_by_pymc_discrete__", False):
             mcmc.assign_step_methods = _pymc_assign
         _pymc_assign = None
+    if _pymc_checks is not None:
+        if getattr(mcmc.run_convergence_checks, "__wrapped_by_pymc_discrete__", False):
+            mcmc.run_convergence_checks = _pymc_checks
+        _pymc_checks = None
     if _pymc_sample is not None:
         for home in _SAMPLE_HOMES:
             if getattr(getattr(home, "sample", None), "__wrapped_by_pymc_discrete__", False):

@@ -1,0 +1,153 @@
+"""PyMC's convergence checks after ``pm.sample``, in time linear in the number of variables.
+
+PyMC's ``run_convergence_checks`` reads the posterior group from the InferenceData tree
+once per free variable (``rv_name in idata["posterior"]``), then has ArviZ compute the
+effective sample size and r-hat of every variable on the tree, and takes their extremes
+variable by variable through the tree again. Each read of a tree's group makes a view of
+the group that measures every one of its variables, so on a model written one variable
+per site the checks grow with the square of the number of variables: 7 s of an 11 s
+``pm.sample`` of a 1,000-step hidden Markov chain written in a loop (measured; 1 s for the
+same chain written vectorised).
+
+While :func:`~pymc_discrete.register` is in effect, :func:`convergence_checks` makes the
+same checks on a posterior of many variables with the group read once: the same
+variables, ArviZ's same functions on the same arrays, the same thresholds in the same
+order, so the same warnings. A posterior of few variables is checked by PyMC's own
+function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import xarray as xr
+from pymc.stats.convergence import (
+    SamplerWarning,
+    WarningType,
+    run_convergence_checks,
+    warn_divergences,
+    warn_treedepth,
+)
+from pymc.util import get_untransformed_name, is_transformed_name
+
+__all__ = ["convergence_checks", "wrap_convergence_checks", "MANY_VARIABLES"]
+
+#: from this many variables in the posterior the group is read once; below, PyMC's own
+#: function runs (its reads cost little there)
+MANY_VARIABLES = 50
+
+
+def _checked_names(model, posterior: xr.Dataset) -> list[str]:
+    """The free variables PyMC checks: by their untransformed name where the model has
+    it, those in the posterior, in the model's order."""
+    valid_name = {rv.name for rv in model.free_RVs + model.deterministics}
+    names = []
+    for rv in model.free_RVs:
+        name = rv.name
+        if is_transformed_name(name):
+            untransformed = get_untransformed_name(name)
+            name = untransformed if untransformed in valid_name else name
+        if name in posterior:
+            names.append(name)
+    return names
+
+
+def _diagnostics(posterior: xr.Dataset, names: list[str]) -> tuple[xr.Dataset, xr.Dataset]:
+    """ArviZ's bulk ESS and r-hat of each variable ``names`` of ``posterior``, computed
+    on groups of :data:`MANY_VARIABLES` variables (taking a variable out of a dataset
+    measures every other, so one call on all of them grows with their square); each
+    variable's values are ArviZ's, computed on its own."""
+    import arviz_stats
+
+    ess, rhat = [], []
+    for start in range(0, len(names), MANY_VARIABLES):
+        part = posterior[names[start:start + MANY_VARIABLES]]
+        ess.append(arviz_stats.ess(part))
+        rhat.append(arviz_stats.rhat(part))
+    return xr.merge(ess, join="outer"), xr.merge(rhat, join="outer")
+
+
+def _extreme(results: xr.Dataset, name: str, pick: np.ufunc) -> float:
+    """The largest (``np.fmax``) or smallest (``np.fmin``) of a variable's values, NaNs
+    skipped (NaN where all are NaN)."""
+    values = np.asarray(results.variables[name].values, dtype=float).ravel()
+    return float(pick.reduce(values)) if values.size else float("nan")
+
+
+def convergence_checks(idata, model, pymc_checks: Callable = run_convergence_checks
+                       ) -> list[SamplerWarning]:
+    """PyMC's convergence checks of ``idata``'s posterior, the posterior read once.
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        What ``pm.sample`` returns, before the warning statistic is dropped.
+    model : pymc.Model
+        The model sampled.
+    pymc_checks : callable, optional
+        PyMC's own ``run_convergence_checks``, used for a posterior of fewer than
+        :data:`MANY_VARIABLES` variables (and where there is no posterior).
+
+    Returns
+    -------
+    list of SamplerWarning
+        The warnings PyMC's function gives: divergences, tree depth, too few draws or
+        chains, r-hat above 1.01, fewer than 100 effective draws per chain.
+
+    Examples
+    --------
+    >>> import arviz_base as azb, numpy as np, pymc as pm
+    >>> with pm.Model() as model:
+    ...     x = pm.Normal("x")
+    >>> idata = azb.from_dict({"posterior": {"x": np.random.default_rng(0).normal(size=(4, 200))}})
+    >>> [w.message for w in convergence_checks(idata, model)]
+    []
+    """
+    group = idata.get("posterior") if hasattr(idata, "posterior") else None
+    if group is None or len(group.data_vars) < MANY_VARIABLES:
+        return pymc_checks(idata, model)
+    posterior = group.to_dataset()
+    warnings = [*warn_divergences(idata), *warn_treedepth(idata)]
+    if posterior.sizes["draw"] < 100:
+        msg = "The number of samples is too small to check convergence reliably."
+        return [*warnings, SamplerWarning(WarningType.BAD_PARAMS, msg, "info", None, None, None)]
+    if posterior.sizes["chain"] == 1:
+        msg = "Only one chain was sampled, this makes it impossible to run some convergence checks"
+        return [*warnings, SamplerWarning(WarningType.BAD_PARAMS, msg, "info")]
+    if posterior.sizes["chain"] < 4:
+        msg = ("We recommend running at least 4 chains for robust computation of "
+               "convergence diagnostics")
+        warnings.append(SamplerWarning(WarningType.BAD_PARAMS, msg, "info"))
+
+    names = _checked_names(model, posterior)
+    ess, rhat = _diagnostics(posterior, names)
+    # PyMC's order and comparisons: each variable's largest r-hat (NaNs skipped, as
+    # xarray's ``max`` skips them), the largest of those as Python's ``max`` takes it
+    rhat_max = max(_extreme(rhat, name, np.fmax) for name in names)
+    if rhat_max > 1.01:
+        msg = ("The rhat statistic is larger than 1.01 for some "
+               "parameters. This indicates problems during sampling. "
+               "See https://arxiv.org/abs/1903.08008 for details")
+        warnings.append(SamplerWarning(WarningType.CONVERGENCE, msg, "info",
+                                       extra=xr.DataTree(rhat, name="posterior")))
+    eff_min = min(_extreme(ess, name, np.fmin) for name in names)
+    if eff_min / posterior.sizes["chain"] < 100:
+        msg = ("The effective sample size per chain is smaller than 100 for some parameters. "
+               " A higher number is needed for reliable rhat and ess computation. "
+               "See https://arxiv.org/abs/1903.08008 for details")
+        warnings.append(SamplerWarning(WarningType.CONVERGENCE, msg, "error",
+                                       extra=xr.DataTree(ess, name="posterior")))
+    return warnings
+
+
+def wrap_convergence_checks(pymc_checks: Callable) -> Callable:
+    """``pymc_checks`` (PyMC's ``run_convergence_checks``) made by
+    :func:`convergence_checks`: PyMC's own below :data:`MANY_VARIABLES` variables."""
+
+    def checks(idata, model) -> list[SamplerWarning]:
+        return convergence_checks(idata, model, pymc_checks)
+
+    checks.__wrapped__ = pymc_checks
+    checks.__wrapped_by_pymc_discrete__ = True
+    return checks
