@@ -14,11 +14,10 @@ year and another after it:
 
 The switch point is an integer with 111 possible values: PyMC's default gives it a
 random-walk ``Metropolis``, which mixes poorly here. After ``pmd.register()`` a plain
-``pm.sample()`` gives it ``BlockedGibbs``, which treats it as one site with 111 values
-and draws it from its exact conditional at every draw (all 111 values evaluated in one
-batched call), next to NUTS for the two rates. (Summing it out for NUTS, as
-``register()`` does with indicators and labels, would evaluate the likelihood 111 times
-at every NUTS step; here that costs more than it gains.) PyMC's example also imputes the two
+``pm.sample()`` gives it ``CollapsedNUTS``: the switch point is one site with 111
+values, summed out of the density NUTS samples for the two rates (the whole sum, 112
+terms at 111 values, is small enough to evaluate at every NUTS step), and drawn from its
+exact conditional after every NUTS step, so the switch year comes with the draws. PyMC's example also imputes the two
 missing years; here they are dropped, which keeps every unknown but the switch point
 continuous.
 

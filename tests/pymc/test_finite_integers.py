@@ -9,6 +9,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_discrete as pmd
+from pymc_discrete.pymc.choosing import recommend as recommend_module
 from tests.pymc.joint import assert_joint_frequencies_match, enumerate_block
 
 STEPS = {
@@ -53,19 +54,35 @@ def test_the_gradient_proposal_falls_back_to_exact_ratios_with_a_reason():
     assert step.proposal == "exact"
 
 
-def test_change_point_register_picks_blocked_gibbs_and_matches_the_summed_out_model():
-    """40 switch years: too many values to sum out at every NUTS step
-    (COLLAPSE_MAX_VALUES), so BlockedGibbs draws the switch from its exact conditional."""
-    rng = np.random.default_rng(3)
-    years = np.arange(1900, 1940)
-    counts = rng.poisson(np.where(years >= 1925, 1.0, 3.0))
+def _change_point(years, counts) -> pm.Model:
     with pm.Model() as model:
         switch = pm.DiscreteUniform("switch", years.min(), years.max())
         early = pm.Exponential("early", 1.0)
         late = pm.Exponential("late", 1.0)
         pm.Poisson("d", pm.math.switch(switch >= years, early, late), observed=counts)
+    return model
+
+
+def test_a_large_sum_over_a_switch_point_is_drawn_by_blocked_gibbs(monkeypatch):
+    """More than COLLAPSE_MAX_VALUES values and a sum above COLLAPSE_SMALL_SUM term
+    evaluations: BlockedGibbs draws the switch from its exact conditional, saying why."""
+    years = np.arange(1900, 1940)
+    model = _change_point(years, np.ones(years.size, dtype=np.int64))
+    monkeypatch.setattr(recommend_module, "COLLAPSE_SMALL_SUM", 40 * 40)
     choice = pmd.recommend(model=model)
     assert choice.step is pmd.BlockedGibbs and "not summed out" in choice.reason
+    assert "40 times at every NUTS step" in choice.reason
+
+
+def test_change_point_register_sums_a_small_switch_out_and_matches_the_summed_out_model():
+    """40 switch years, 41 terms: the sum (40 x 41 term evaluations, at most
+    COLLAPSE_SMALL_SUM) is summed out for NUTS and the switch drawn from its conditional."""
+    rng = np.random.default_rng(3)
+    years = np.arange(1900, 1940)
+    counts = rng.poisson(np.where(years >= 1925, 1.0, 3.0))
+    model = _change_point(years, counts)
+    choice = pmd.recommend(model=model)
+    assert choice.step is pmd.CollapsedNUTS and "switch is one site" in choice.reason
     pmd.register()
     try:
         with model:
