@@ -107,7 +107,7 @@ COLLAPSE_MAX_VALUES = 16
 #: is below the Python overhead of the Gibbs step it replaces. Measured on the coal-mining
 #: change point (111 switch years x 112 terms, 4 chains x 1000 after 1000, seeds 1-3):
 #: summed out, 0.85x the ESS per second of PyMC's NUTS on the model summed out by hand,
-#: set-up counted, against 0.59x for BlockedGibbs beside NUTS (docs/choosing.md)
+#: set-up counted, against 0.60x for BlockedGibbs beside NUTS (docs/choosing.md)
 COLLAPSE_SMALL_SUM = 2**15
 #: a scale mixture's spike at least this wide, relative to its slab, is left to the
 #: block's own step (summed out, NUTS crosses between spike and slab; a Gibbs flip of a
