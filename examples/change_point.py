@@ -17,9 +17,9 @@ random-walk ``Metropolis``, which mixes poorly here. After ``pmd.register()`` a 
 ``pm.sample()`` gives it ``CollapsedNUTS``: the switch point is one site with 111
 values, summed out of the density NUTS samples for the two rates (the whole sum, 112
 terms at 111 values, is small enough to evaluate at every NUTS step), and drawn from its
-exact conditional after every NUTS step, so the switch year comes with the draws. PyMC's example also imputes the two
-missing years; here they are dropped, which keeps every unknown but the switch point
-continuous.
+exact conditional after every NUTS step, so the switch year comes with the draws.
+PyMC's example also imputes the two missing years; here they are dropped, which keeps
+every unknown but the switch point continuous.
 
 With Exponential(1) priors the rates integrate out in closed form (Gamma integrals), so
 the posterior of the switch year is known exactly. What to look for: the sampled
