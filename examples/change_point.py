@@ -15,7 +15,7 @@ year and another after it:
 The switch point is an integer with 111 possible values: PyMC's default gives it a
 random-walk ``Metropolis``, which mixes poorly here. After ``pmd.register()`` a plain
 ``pm.sample()`` gives it ``CollapsedNUTS``: the switch point is one site with 111
-values, summed out of the density NUTS samples for the two rates (the whole sum, 112
+values, summed out of the density NUTS samples for the two rates (the whole sum, 110
 terms at 111 values, is small enough to evaluate at every NUTS step), and drawn from its
 exact conditional after every NUTS step, so the switch year comes with the draws.
 PyMC's example also imputes the two missing years; here they are dropped, which keeps

@@ -98,14 +98,14 @@ __all__ = [
     "JOINT_SWEEPS_PER_DRAW",
 ]
 
-#: a one-colour block is summed out for NUTS (CollapsedNUTS) only when its sites have at
-#: most this many values: the sum evaluates the block's terms K times at every NUTS step,
-#: which pays for indicators and mixture labels and not for a switch point over a century
-#: (docs/choosing.md, "Marginalising")
+#: a one-colour block is summed out for NUTS (CollapsedNUTS) when its sites have at most
+#: this many values: the sum evaluates the block's terms K times at every NUTS step, which
+#: pays for indicators and mixture labels whatever their number (docs/choosing.md,
+#: "Marginalising")
 COLLAPSE_MAX_VALUES = 16
 #: ... unless the whole sum is this small (terms x values): then its cost in a NUTS step
 #: is below the Python overhead of the Gibbs step it replaces. Measured on the coal-mining
-#: change point (111 switch years x 112 terms, 4 chains x 1000 after 1000, seeds 1-3):
+#: change point (111 switch years x 110 terms, 4 chains x 1000 after 1000, seeds 1-3):
 #: summed out, 0.85x the ESS per second of PyMC's NUTS on the model summed out by hand,
 #: set-up counted, against 0.60x for BlockedGibbs beside NUTS (docs/choosing.md)
 COLLAPSE_SMALL_SUM = 2**15
