@@ -86,6 +86,16 @@ class MarginalNUTS(NUTS):
         new, stats = super().step(own)
         return {**point, **new}, stats
 
+    def astep(self, q0: RaveledVars):
+        # the compiled density trusts its input (marginal_logp_dlogp): the integrator's
+        # positions are computed from this one, so it alone is brought to the type
+        dtype = self._logp_dlogp_func.dtype
+        data = q0.data
+        if data.dtype != dtype or data.ndim != 1 or not data.flags.c_contiguous:
+            q0 = RaveledVars(np.ascontiguousarray(data, dtype=dtype).ravel(),
+                             q0.point_map_info)
+        return super().astep(q0)
+
 
 # PyMC's log lists the parts of a compound step by class name (``type(step).__name__``)
 # and the compound itself only as "CompoundStep": the parts carry the name of the step

@@ -466,4 +466,8 @@ def marginal_logp_dlogp(model, marginal: Variable, continuous: Sequence[Variable
     logp_dlogp = ValueGradFunction([marginal], list(continuous), extra, model=model,
                                    initial_point=point, ravel_inputs=True, **kwargs)
     logp_dlogp.trust_input = True
+    # PyMC's integrator calls the compiled function itself, past the wrapper's flag:
+    # checking the one float vector of every call costs a third of a small marginal's
+    # evaluation. The vector is the function's own type (MarginalNUTS.astep casts it)
+    logp_dlogp._pytensor_function.trust_input = True
     return logp_dlogp
