@@ -4,10 +4,13 @@ and layout as PyMC's own trace, chain by chain."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
+from pymc.backends.ndarray import NDArray
 
 from pymc_discrete.pymc.choosing import scalar_trace, summed_route
 from pymc_discrete.pymc.choosing.scalar_trace import TracedValues, with_recording_trace
@@ -87,3 +90,35 @@ def test_the_trace_is_left_to_pymc_where_its_rule_reads_it():
     assert isinstance(with_recording_trace(model, {})["trace"], scalar_trace.ChainTraces)
     for given in ({"var_names": ["mu"]}, {"nuts_sampler": "nutpie"}, {"trace": "x"}):
         assert with_recording_trace(model, given) == given
+
+
+def test_scalar_variables_recorded_a_row_at_a_time_hold_pymcs_values():
+    """The scalar variables of one dtype are the columns of one array, written a row a
+    draw: every variable's draws and dtype equal those of PyMC's ``NDArray`` given the
+    same points, through a second set-up (PyMC's concatenation, its own recording)."""
+    model = _model()
+    ours = copy.copy(scalar_trace.recording_trace(model))
+    pymcs = NDArray(model=model, vars=model.unobserved_value_vars)
+    rng = np.random.default_rng(2)
+    start = model.initial_point()
+
+    def points(n):
+        for _ in range(n):
+            yield {name: np.asarray(rng.integers(0, 3) if name.startswith("z_")
+                                    else rng.normal(size=np.shape(value)), dtype=value.dtype)
+                   for name, value in start.items()}
+
+    for draws in (4, 3):  # the second set-up appends to the first chain's arrays
+        ours.setup(draws, chain=0)
+        pymcs.setup(draws, chain=0)
+        assert (ours._rows is not None) == (draws == 4)
+        if ours._rows is not None:
+            assert sorted(block.dtype.name for block, _ in ours._rows) == ["float64", "int64"]
+        for point in points(draws):
+            ours.record(point, in_warmup=False)
+            pymcs.record(point, in_warmup=False)
+        for name in pymcs.varnames:
+            expected = pymcs.get_values(name)
+            assert ours.get_values(name).dtype == expected.dtype
+            np.testing.assert_array_equal(ours.get_values(name), expected)
+    assert len(ours) == len(pymcs) == 7
