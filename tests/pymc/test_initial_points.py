@@ -11,10 +11,9 @@ import pytest
 from pymc.initial_point import make_initial_point_expression
 
 from pymc_discrete import example_models
-from pymc_discrete.pymc.choosing.initial_points import (
-    graph_evaluator,
-    plain_initial_point_function,
-)
+from pymc_discrete.pymc.choosing.graph_evaluation import graph_evaluator
+from pymc_discrete.pymc.choosing.initial_point_templates import templated_initial_point
+from pymc_discrete.pymc.choosing.initial_points import plain_initial_point_function
 from tests.pymc.per_variable import per_variable, vectorised
 
 KINDS = ["hmm", "mixture", "occupancy", "lattice"]
@@ -92,3 +91,42 @@ def test_a_graph_that_draws_or_checks_is_compiled():
     checked = pm.logp(pm.Normal.dist(0.0, -1.0), 0.0)
     assert graph_evaluator([checked]) is None  # its check becomes a switch once compiled
     assert graph_evaluator([pm.math.exp(pt.as_tensor(1.0))]) is not None
+
+
+@pytest.mark.parametrize("name", list(_models()))
+def test_the_point_computed_variable_by_variable_is_pymcs(name):
+    """Computed from shared templates, the point is PyMC's to the bit, in PyMC's order;
+    a model with a random initial value is left to PyMC's expression."""
+    model = _models()[name]()
+    point = templated_initial_point(model)
+    if name == "strategies":  # initval="prior": drawn, so PyMC's expression
+        assert point is None
+        return
+    assert point is not None
+    expected = model.initial_point()
+    assert list(point) == list(expected)
+    for key, value in expected.items():
+        assert np.asarray(point[key]).dtype == np.asarray(value).dtype, key
+        np.testing.assert_array_equal(point[key], value, err_msg=key)
+
+
+def test_alike_variables_share_one_template_with_their_own_leaves():
+    """Sites of one kind read different constants and parents, and data: each gets its
+    own value, PyMC's."""
+    with pm.Model() as model:
+        p = pm.Beta("p", 2.0, 5.0)
+        start = pm.Data("start", np.array(0.0))
+        walk = [pm.Normal("w_0", start, 1.0)]
+        for t in range(1, 4):
+            walk.append(pm.Normal(f"w_{t}", walk[-1] + 0.5 * t, 1.0))
+        for t, level in enumerate((0.2, 0.7, 0.4)):
+            pm.Bernoulli(f"b_{t}", p * 0 + level)
+        pm.HalfNormal("s", 1.0, initval=0.7)
+    pm.set_data({"start": np.array(0.3)}, model=model)  # read when the point is computed
+    point = templated_initial_point(model)
+    expected = model.initial_point()
+    assert list(point) == list(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(point[key], value, err_msg=key)
+    assert [float(point[f"w_{t}"]) for t in range(4)] == [0.3, 0.8, 1.8, 3.3]
+    assert [int(point[f"b_{t}"]) for t in range(3)] == [0, 1, 0]
