@@ -582,3 +582,28 @@ def test_the_block_is_not_drawn_in_tuning_where_no_other_step_reads_it():
         pm.Bernoulli("w", model["psi"])  # another step's variable
         shared = pmd.CollapsedNUTS([model["z"]])
     assert shared.methods[1].draws_in_tuning is True
+
+
+def test_the_nuts_on_the_marginal_hands_its_trusting_function_a_vector_of_its_type():
+    """The compiled marginal skips PyTensor's input checks (PyMC's integrator calls it
+    directly), so the step brings a start vector of another dtype, or a strided view, to
+    the function's own type: the same draw as from the float64 vector."""
+    with pm.Model() as model:
+        p = pm.Beta("p", 1.0, 1.0)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        z = pm.Bernoulli("z", p, shape=12)
+        pm.Normal("y", mu + z, 1.0, observed=np.linspace(-1.0, 2.0, 12))
+    nuts = pmd.CollapsedNUTS([z], model=model).methods[0]
+    assert nuts._logp_dlogp_func._pytensor_function.trust_input
+    point = model.initial_point()
+    own = {name: point[name] for name in nuts.var_names}
+    start = pm.blocking.DictToArrayBijection.map(own)
+    wide = np.repeat(start.data.astype(np.float32), 2)[::2]  # float32, and not contiguous
+    draws = []
+    for data in (start.data, wide):
+        nuts.setup_chain(np.random.default_rng(5), tune=0, draws=1)
+        nuts.tune = False  # nothing adapts between the two draws
+        new, _ = nuts.astep(pm.blocking.RaveledVars(data, start.point_map_info))
+        assert new.data.dtype == np.float64
+        draws.append(new.data)
+    np.testing.assert_allclose(draws[1], draws[0], rtol=1e-6)
