@@ -27,6 +27,7 @@ from pytensor.link.jax.linker import JAXLinker
 from pytensor.link.numba.linker import NumbaLinker
 
 from pymc_discrete.kernels.counts import MAX_COUNT
+from pymc_discrete.pymc.choosing.gc_thresholds import fewer_full_collections
 from pymc_discrete.pymc.choosing.initial_points import one_initial_point_function
 from pymc_discrete.pymc.choosing.mode_start import mode_start
 from pymc_discrete.pymc.choosing.nutpie_choice import nutpie_pays_back
@@ -225,7 +226,7 @@ def wrap_sample(sample):
     @functools.wraps(sample)
     def routed(*args, **kwargs):
         model = modelcontext(kwargs.get("model"))
-        with one_initial_point_function(model):
+        with one_initial_point_function(model), fewer_full_collections():
             sampler, why = _route(model, args, kwargs)
             if sampler is None:
                 return sample(*args, **with_recording_trace(model, kwargs))
