@@ -57,7 +57,12 @@ def register() -> None:
     square on a model written one variable per site:
     :mod:`~pymc_discrete.pymc.choosing.assignment`), and so are its convergence checks
     after sampling (``pymc.sampling.mcmc.run_convergence_checks``, the same warnings:
-    :mod:`~pymc_discrete.pymc.choosing.convergence_checks`).
+    :mod:`~pymc_discrete.pymc.choosing.convergence_checks`). Within a registered
+    ``pm.sample``, the model's initial point is computed once, PyMC's own to the bit
+    (:mod:`~pymc_discrete.pymc.choosing.initial_points`), the trace records the scalar
+    variables a row at a time (:mod:`~pymc_discrete.pymc.choosing.scalar_trace`), and
+    Python's garbage collector makes full collections rarer, its thresholds restored when
+    the call returns (:mod:`~pymc_discrete.pymc.choosing.gc_thresholds`).
 
     ``pm.sample`` is wrapped too (``from pymc import sample`` done before keeps PyMC's
     own): with ``nuts_sampler="nutpie" | "numpyro" | "blackjax"`` and no step, where the

@@ -94,9 +94,9 @@ class ChainTraces(NDArray):
     column as the variable's array (a view), so everything PyMC reads afterwards reads
     the same arrays of the same values and dtypes."""
 
-    #: per dtype of scalar variables: (the (draws, k) array, their positions among the
-    #: traced values: a slice where they are consecutive, else a list); None: PyMC's
-    #: own recording (the trace was set up again, its arrays concatenated)
+    #: per dtype of scalar variables: (the (draws, k) array, ``traced values -> theirs``:
+    #: a slice where they are consecutive); None: PyMC's own recording (the trace was
+    #: set up again, its arrays concatenated)
     _rows: list | None = None
     #: the positions of the other traced variables, recorded as PyMC records them
     _others: list | None = None
@@ -132,8 +132,8 @@ class ChainTraces(NDArray):
             for column, position in enumerate(positions):
                 self.samples[self.varnames[position]] = block[:, column]
             consecutive = positions == list(range(positions[0], positions[-1] + 1))
-            rows.append((block, slice(positions[0], positions[-1] + 1) if consecutive
-                         else operator.itemgetter(*positions)))
+            rows.append((block, operator.itemgetter(slice(positions[0], positions[-1] + 1))
+                         if consecutive else operator.itemgetter(*positions)))
         self._rows, self._others = rows, sorted(others)
 
     def record(self, point, sampler_stats=None, *, in_warmup: bool) -> None:
@@ -143,9 +143,8 @@ class ChainTraces(NDArray):
             return
         values = self.fn(*point.values())
         draw = self.draw_idx
-        for block, positions in self._rows:
-            picked = values[positions] if isinstance(positions, slice) else positions(values)
-            block[draw] = np.fromiter(picked, dtype=block.dtype, count=block.shape[1])
+        for block, pick in self._rows:
+            block[draw] = np.fromiter(pick(values), dtype=block.dtype, count=block.shape[1])
         samples, names = self.samples, self.varnames
         for position in self._others:
             samples[names[position]][draw] = values[position]
