@@ -545,3 +545,28 @@ def test_a_binary_site_is_drawn_with_its_conditional_probability():
     error = np.sqrt(second * (1 - second) / draws)
     assert np.all(np.abs(frequency - second) <= 4 * error + 1e-12), (frequency, second)
     assert frequency[3] == 1.0 and frequency[4] == 0.0
+
+
+@pytest.mark.parametrize("k", [3, 12])
+def test_logsumexp_rows_value_and_gradient_where_values_are_impossible(k):
+    """Each row's log-sum-exp and its gradient (the row's softmax) equal SciPy's, with
+    impossible values (-inf) in a row; a row of them alone sums to -inf, not NaN (the
+    density is then -inf, whose gradient NUTS does not read), in either path (columns
+    by logaddexp up to LOGADDEXP_MAX values, a reduction beyond)."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_discrete.pymc.summing.marginal import logsumexp_rows
+
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(4, k)) * 30
+    table[1, ::2] = -np.inf
+    table[3, :] = -np.inf
+    x = pt.matrix("x", shape=(4, k))
+    sums = logsumexp_rows(x)
+    weights = pt.grad(sums[:3].sum(), x)
+    value, grad = pytensor.function([x], [sums, weights])(table)
+    np.testing.assert_allclose(value[:3], logsumexp(table[:3], axis=1), rtol=1e-14)
+    assert value[3] == -np.inf
+    softmax = np.exp(table[:3] - logsumexp(table[:3], axis=1, keepdims=True))
+    np.testing.assert_allclose(grad[:3], softmax, rtol=1e-12, atol=1e-300)

@@ -449,9 +449,10 @@ def logsumexp_rows(table: Variable | Sequence[Variable]) -> Variable:
     k = table.type.shape[1]
     if k is not None and k <= LOGADDEXP_MAX:
         return table[:, 0] if k == 1 else pt.logaddexp(*[table[:, v] for v in range(k)])
-    top = pt.max(table, axis=1)
-    top = pt.switch(pt.isinf(top), 0.0, top)
-    return pt.log(pt.exp(table - top[:, None]).sum(axis=1)) + top
+    # PyTensor's own op, not its formula written out: the gradient through a written-out
+    # maximum adds two passes over the table (measured on the N-mixture marginal, 80
+    # values at 150 sites: 160 against 117 us a log density and gradient)
+    return pt.logsumexp(table, axis=1)
 
 
 def marginal_logp_dlogp(model, marginal: Variable, continuous: Sequence[Variable],
