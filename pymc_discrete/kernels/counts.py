@@ -56,7 +56,7 @@ def _end_bound(value: np.ndarray, before: np.ndarray, total: np.ndarray) -> np.n
     return np.where(log_r >= 0.0, np.inf, bound)
 
 
-def tail_mass_bound(table: np.ndarray) -> np.ndarray:
+def tail_mass_bound(table: np.ndarray, log_mass: np.ndarray | None = None) -> np.ndarray:
     """Upper bound on every site's conditional mass beyond the window, relative to the
     mass in it, assuming log-concavity beyond the window (module docstring).
 
@@ -65,6 +65,8 @@ def tail_mass_bound(table: np.ndarray) -> np.ndarray:
     table : ndarray, shape (N, W)
         Unnormalised log conditional of every site at its window's W values, in order;
         -inf where a value is impossible.
+    log_mass : ndarray, shape (N,), optional
+        Every row's log-sum-exp, where the caller has computed it already.
 
     Returns
     -------
@@ -88,7 +90,8 @@ def tail_mass_bound(table: np.ndarray) -> np.ndarray:
     if table.shape[1] < 2:
         return np.where(np.isfinite(table[:, -1]), np.inf, 0.0)
     last = table[:, -1]
-    bound = _end_bound(last, table[:, -2], _logsumexp_rows(table))
+    total = _logsumexp_rows(table) if log_mass is None else np.asarray(log_mass)
+    bound = _end_bound(last, table[:, -2], total)
     return np.where(np.isneginf(last), 0.0, bound)
 
 

@@ -547,6 +547,31 @@ def test_a_binary_site_is_drawn_with_its_conditional_probability():
     assert frequency[3] == 1.0 and frequency[4] == 0.0
 
 
+def test_a_site_of_many_values_is_drawn_with_its_conditional_probabilities():
+    """The draw of sites of K values (one uniform against the cumulative weights) against
+    the exact probabilities, every value's frequency within 4 standard errors; impossible
+    values (-inf: first, inner, last) never drawn; a site with no possible value draws
+    its first; the rows' log mass is returned beside."""
+    from pymc_discrete.pymc.summing.recover import _draw_by_cdf
+
+    weights = np.array([[0.0, 0.0, 0.0, 0.0],
+                        [-np.inf, np.log(0.2), -np.inf, np.log(0.8)],
+                        [710.0, 709.0, 700.0, -np.inf],
+                        [-3.0, 1.5, -0.5, 2.0],
+                        [-np.inf] * 4])
+    probs = np.exp(weights[:4] - logsumexp(weights[:4], axis=1, keepdims=True))
+    draws = 100_000
+    table = np.broadcast_to(weights, (draws, *weights.shape))
+    drawn, log_mass = _draw_by_cdf(table, np.random.default_rng(5))
+    assert drawn.shape == (draws, 5) and drawn.min() >= 0 and drawn.max() <= 3
+    np.testing.assert_allclose(log_mass[0, :4], logsumexp(weights[:4], axis=1), rtol=1e-14)
+    assert log_mass[0, 4] == -np.inf and (drawn[:, 4] == 0).all()
+    frequency = (drawn[:, :4, None] == np.arange(4)).mean(axis=0)
+    error = np.sqrt(probs * (1 - probs) / draws)
+    assert np.all(np.abs(frequency - probs) <= 4 * error + 1e-12), (frequency, probs)
+    assert frequency[1, 0] == 0 and frequency[1, 2] == 0 and frequency[2, 3] == 0
+
+
 @pytest.mark.parametrize("k", [3, 12])
 def test_logsumexp_rows_value_and_gradient_where_values_are_impossible(k):
     """Each row's log-sum-exp and its gradient (the row's softmax) equal SciPy's, with

@@ -8,7 +8,7 @@ every site from its conditional at every posterior draw gives exact draws of
 backward sampling. The conditional tables of all draws come from
 one compiled graph vectorised over draws (in chunks), and the sites are drawn from one
 seeded generator: a site of two values by one uniform against its probability, others by
-the Gumbel-max trick.
+one uniform against their cumulative weights.
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ from pymc_discrete.pymc.summing.summed_block import SummedBlock, cached_summed_b
 
 __all__ = ["CountWindowTooNarrow", "compile_conditional_tables", "recover_discrete"]
 
-#: draws whose conditional tables are computed in one call (bounds the memory a call
-#: takes to DRAWS_PER_CALL x sites x values floats)
-DRAWS_PER_CALL = 256
+#: table entries (draws x sites x values) computed and drawn from in one call, so that a
+#: call's arrays stay in the processor's cache: the N-mixture model's 4,000 draws of 150
+#: sites over 80 values were drawn back in 0.72 s at 256 draws a call (3.1 million
+#: entries), 0.46 s at 2**17 to 2**19 entries, 0.65 s at 2**20
+ENTRIES_PER_CALL = 2**18
 
 #: the block's model copy -> its compiled tables (compiled once per block)
 _TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -106,27 +108,29 @@ class CountWindowTooNarrow(ValueError):
         self.width = width
 
 
-def _check_window(block: SummedBlock, table: np.ndarray, first_draw: int) -> None:
+def _check_window(block: SummedBlock, table: np.ndarray, log_mass: np.ndarray,
+                  first_draw: int) -> None:
     """Raise :class:`CountWindowTooNarrow` where a draw's conditional runs past the
-    counts' window."""
+    counts' window; ``table`` (S, N, W), ``log_mass`` its rows' log-sum-exp (S, N)."""
     window = block.count_window
-    for s, rows in enumerate(table):
-        bound = float(tail_mass_bound(rows).max())
-        if bound > window.tail:
-            raise CountWindowTooNarrow(
-                f"at draw {first_draw + s}, the conditional of {', '.join(block.names)} "
-                f"leaves {bound:.2g} of its mass beyond the {window.width} values the "
-                f"summed-out model sums over (tolerance {window.tail:.0e}): its density was "
-                f"truncated there. Sum over more values: pmd.marginalize(model, "
-                f"count_width={grid_width(2 * window.width)})", window.width)
+    draws, sites, width = table.shape
+    bounds = tail_mass_bound(table.reshape(-1, width), log_mass=log_mass.reshape(-1))
+    worst = bounds.reshape(draws, sites).max(axis=1, initial=0.0)
+    if (worst > window.tail).any():
+        s = int(np.argmax(worst > window.tail))
+        raise CountWindowTooNarrow(
+            f"at draw {first_draw + s}, the conditional of {', '.join(block.names)} "
+            f"leaves {worst[s]:.2g} of its mass beyond the {window.width} values the "
+            f"summed-out model sums over (tolerance {window.tail:.0e}): its density was "
+            f"truncated there. Sum over more values: pmd.marginalize(model, "
+            f"count_width={grid_width(2 * window.width)})", window.width)
 
 
 def _draw_binary(table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """(S, N) draws of sites of two values from their (S, N, 2) log-weights: the second
     value where a uniform falls below its probability ``1 / (1 + exp(w0 - w1))``: one
-    uniform and one exponential a site, where the Gumbel-max draw takes a uniform and two
-    logarithms a value. A value of weight -inf is never drawn; a site whose two weights are -inf
-    (no possible value) draws the first, as the Gumbel-max draw's argmax does."""
+    uniform and one exponential a site, no cumulative sum. A value of weight -inf is never
+    drawn; a site whose two weights are -inf (no possible value) draws the first."""
     with np.errstate(invalid="ignore", over="ignore"):
         # u < p as u / p < 1, with 1 / p = 1 + exp(w0 - w1), in place in one array
         scaled = np.subtract(table[..., 0], table[..., 1])
@@ -136,16 +140,41 @@ def _draw_binary(table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return (scaled < 1.0).astype(np.int64)
 
 
-def _draw(block: SummedBlock, tables: list, rng: np.random.Generator) -> np.ndarray:
-    """(S, N) draws of the block's sites (value indices) from their tables."""
+def _draw_by_cdf(table: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(S, N) draws of sites of K values from their (S, N, K) log-weights by the inverse
+    of their cumulative weights, one uniform a site (a Gumbel-max draw takes K uniforms
+    and 2K logarithms: 0.42 s against 0.12 s for the N-mixture model's 4,000 draws of 150
+    sites over 80 values), and the rows' log-sum-exp (S, N), which the counts' tail check
+    reads. The uniform lies in (0, 1], so a value of weight -inf (a flat step of the
+    cumulative weights) is never drawn; a site whose weights are all -inf (no possible
+    value) draws the first."""
+    top = table.max(axis=-1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    with np.errstate(under="ignore"):
+        cumulative = np.exp(table - top)
+    np.cumsum(cumulative, axis=-1, out=cumulative)
+    total = cumulative[..., -1]
+    uniform = (1.0 - rng.random(total.shape)) * total
+    drawn = (cumulative < uniform[..., None]).sum(axis=-1)
+    np.minimum(drawn, table.shape[-1] - 1, out=drawn)
+    with np.errstate(divide="ignore"):
+        return drawn, np.log(total) + top[..., 0]
+
+
+def _draw(block: SummedBlock, tables: list, rng: np.random.Generator,
+          first_draw: int, check_window: bool) -> np.ndarray:
+    """(S, N) draws of the block's sites (value indices) from their tables, after the
+    counts' tail check where asked (draws ``first_draw ..``)."""
     if block.layout is None:
         table = tables[0]
         if not block.possible.all():
             table = np.where(block.possible[None], table, -np.inf)
-        if table.shape[-1] == 2:
+        if table.shape[-1] == 2 and block.count_window is None:
             return _draw_binary(table, rng)
-        gumbel = -np.log(-np.log(rng.random(table.shape)))
-        return np.argmax(table + gumbel, axis=-1)
+        drawn, log_mass = _draw_by_cdf(table, rng)
+        if block.count_window is not None and check_window:
+            _check_window(block, table, log_mass, first_draw)
+        return drawn
     unary, pair = tables
     drawn = np.empty(unary.shape[:2], dtype=np.int64)
     order = block.layout.order
@@ -217,13 +246,16 @@ def recover_discrete(idata, model, *, random_seed=None, group: str = "posterior"
               for name in names]
     rng = np.random.default_rng(random_seed)
     drawn = np.empty((n_draws, block.exact.n_sites), dtype=np.int64)
-    for lo in range(0, n_draws, DRAWS_PER_CALL):
-        hi = min(lo + DRAWS_PER_CALL, n_draws)
+    per_call, lo = 1, 0  # one draw first, to learn the size of a draw's tables
+    while lo < n_draws:
+        hi = min(lo + per_call, n_draws)
         tables = function(*[a[lo:hi] for a in arrays])
+        if lo == 0:
+            entries = sum(int(np.prod(t.shape[1:], dtype=np.int64)) for t in tables)
+            per_call = max(1, ENTRIES_PER_CALL // max(entries, 1))
         tables = [np.broadcast_to(t, (hi - lo, *t.shape[1:])) for t in tables]
-        if block.count_window is not None and check_window:
-            _check_window(block, tables[0], lo)
-        drawn[lo:hi] = _draw(block, tables, rng)
+        drawn[lo:hi] = _draw(block, tables, rng, lo, check_window)
+        lo = hi
     if block.offsets.any():
         drawn += block.offsets[None, :]
     shapes = dict(zip(block.exact.var_names, block.exact.shapes, strict=True))
