@@ -45,6 +45,7 @@ from pymc_discrete.kernels.counts import (
     tail_mass_bound,
     window_extension,
 )
+from pymc_discrete.kernels.log_weight_draws import draw_from_log_weights
 from pymc_discrete.pymc.model.counts import CountWindow, colour_sums
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.reproducible import compile_function
@@ -285,10 +286,8 @@ class CountDraw(ArrayStepShared):
         old = np.asarray(q0.data, dtype=np.int64)
         table = self._widened_table(old)
         width = table.shape[1]
-        top = table.max(axis=1, keepdims=True)
-        cdf = np.cumsum(np.exp(table - top), axis=1)
-        u = self.rng.random(cdf.shape[0]) * cdf[:, -1]
-        index = np.minimum((cdf < u[:, None]).sum(axis=1), width - 1)
+        # a uniform of 0 draws the window's first value, possible at every site (checked)
+        index, _ = draw_from_log_weights(table, self.rng.random(table.shape[0]))
         values = self._sums.window.lower + index
         warning = None
         if width != before and not self.tune:

@@ -25,6 +25,7 @@ from pytensor.graph.traversal import graph_inputs, variable_depends_on
 
 from pymc_discrete.kernels.chain import ffbs
 from pymc_discrete.kernels.counts import tail_mass_bound
+from pymc_discrete.kernels.log_weight_draws import draw_from_log_weights
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.summing.count_sum import grid_width
 from pymc_discrete.pymc.summing.summed_block import SummedBlock, cached_summed_block
@@ -141,24 +142,13 @@ def _draw_binary(table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _draw_by_cdf(table: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(S, N) draws of sites of K values from their (S, N, K) log-weights by the inverse
-    of their cumulative weights, one uniform a site (a Gumbel-max draw takes K uniforms
-    and 2K logarithms: 0.42 s against 0.12 s for the N-mixture model's 4,000 draws of 150
-    sites over 80 values), and the rows' log-sum-exp (S, N), which the counts' tail check
-    reads. The uniform lies in (0, 1], so a value of weight -inf (a flat step of the
-    cumulative weights) is never drawn; a site whose weights are all -inf (no possible
-    value) draws the first."""
-    top = table.max(axis=-1, keepdims=True)
-    top[~np.isfinite(top)] = 0.0
-    with np.errstate(under="ignore"):
-        cumulative = np.exp(table - top)
-    np.cumsum(cumulative, axis=-1, out=cumulative)
-    total = cumulative[..., -1]
-    uniform = (1.0 - rng.random(total.shape)) * total
-    drawn = (cumulative < uniform[..., None]).sum(axis=-1)
-    np.minimum(drawn, table.shape[-1] - 1, out=drawn)
-    with np.errstate(divide="ignore"):
-        return drawn, np.log(total) + top[..., 0]
+    """(S, N) draws of sites of K values from their (S, N, K) log-weights, one uniform a
+    site (:func:`~pymc_discrete.kernels.log_weight_draws.draw_from_log_weights`; a
+    Gumbel-max draw took 0.42 s against 0.12 s for the N-mixture model's 4,000 draws of
+    150 sites over 80 values), and the rows' log-sum-exp (S, N), which the counts' tail
+    check reads. The uniform lies in (0, 1], so a value of weight -inf is never drawn; a
+    site whose weights are all -inf (no possible value) draws the first."""
+    return draw_from_log_weights(table, 1.0 - rng.random(table.shape[:-1]))
 
 
 def _draw(block: SummedBlock, tables: list, rng: np.random.Generator,
