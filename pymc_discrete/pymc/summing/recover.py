@@ -143,9 +143,8 @@ def _draw_binary(table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def _draw_by_cdf(table: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(S, N) draws of sites of K values from their (S, N, K) log-weights, one uniform a
-    site (:func:`~pymc_discrete.kernels.log_weight_draws.draw_from_log_weights`; a
-    Gumbel-max draw took 0.42 s against 0.12 s for the N-mixture model's 4,000 draws of
-    150 sites over 80 values), and the rows' log-sum-exp (S, N), which the counts' tail
+    site (:func:`~pymc_discrete.kernels.log_weight_draws.draw_from_log_weights`, one
+    compiled pass a row), and the rows' log-sum-exp (S, N), which the counts' tail
     check reads. The uniform lies in (0, 1], so a value of weight -inf is never drawn; a
     site whose weights are all -inf (no possible value) draws the first."""
     return draw_from_log_weights(table, 1.0 - rng.random(table.shape[:-1]))
