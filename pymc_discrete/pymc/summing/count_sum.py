@@ -226,9 +226,13 @@ class CountDraw(ArrayStepShared):
         self._needed = []
         super().stop_tuning()
 
-    def _widened_table(self, current: np.ndarray) -> np.ndarray:
-        """The conditional table, after checking the window's lower end and widening the
-        window while its tail bound is above the tolerance."""
+    def _widened_draw(self, current: np.ndarray, uniforms: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """The conditional table and every site's draw from it (value indices), after
+        checking the window's lower end and widening the window while its tail bound is
+        above the tolerance. One uniform a site, whatever the width: a widened window is
+        drawn with the same uniforms. A uniform of 0 draws the window's first value,
+        possible at every site (checked)."""
         tail = self._sums.window.tail
         checked = False
         while True:
@@ -236,7 +240,9 @@ class CountDraw(ArrayStepShared):
             if not checked:
                 self._check_lower_end(current, below, bool(below_held))
                 checked = True
-            if np.isnan(table).any() or not np.isfinite(table[:, 0]).all():
+            # the draw's row sums serve the tail bound; a row holding a NaN sums to NaN
+            index, log_mass = draw_from_log_weights(table, uniforms)
+            if np.isnan(log_mass).any() or not np.isfinite(table[:, 0]).all():
                 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
 
                 raise NotCollapsible(
@@ -244,8 +250,8 @@ class CountDraw(ArrayStepShared):
                     f"{', '.join(self._names)} cannot take its lowest value read at set-up "
                     "(or a parameter check fails): their support depends on the continuous "
                     "variables")
-            if tail_mass_bound(table).max() <= tail:
-                return table
+            if tail_mass_bound(table, log_mass).max() <= tail:
+                return table, index
             wider = self.width + window_extension(table, tail)
             if wider + int(self._sums.window.lower.max()) > MAX_COUNT:
                 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
@@ -284,10 +290,8 @@ class CountDraw(ArrayStepShared):
     def astep(self, q0: RaveledVars):
         before = self.width
         old = np.asarray(q0.data, dtype=np.int64)
-        table = self._widened_table(old)
+        table, index = self._widened_draw(old, self.rng.random(old.size))
         width = table.shape[1]
-        # a uniform of 0 draws the window's first value, possible at every site (checked)
-        index, _ = draw_from_log_weights(table, self.rng.random(table.shape[0]))
         values = self._sums.window.lower + index
         warning = None
         if width != before and not self.tune:
