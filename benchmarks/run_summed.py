@@ -26,7 +26,7 @@ variant, and the N-mixture model), five variants:
 * **E**, ``register() + pm.sample()``, as typed: ``pmd.register()``, then ``pm.sample(...)``
   with no ``nuts_sampler``: the route ``register()`` chooses for the run's length (at
   PyMC's default length, PyMC's loop with the steps of D; nutpie from 20,000 iterations a
-  core where the block sums out site by site).
+  core where the block sums out site by site or as latent counts).
 
 Every other argument is PyMC's default (``init="auto"``, ``cores``: PyMC's default,
 min(4, CPUs / 2), unless ``--cores``; convergence checks on), so that each call is what a user
@@ -68,7 +68,7 @@ are compared the same way, shown but not part of convergence.
 Reported per model over the seeds (median with the min-max spread): E/B ESS per second
 with set-up and compilation counted (what ``register()`` + ``pm.sample()`` gives at this
 length); the sampling alone of the route a long run takes (A where the block sums out site
-by site, D for a chain or latent counts) against B's; A/B counted and of sampling alone,
+by site or as latent counts, D for a chain) against B's; A/B counted and of sampling alone,
 and D/C, for context; a
 ratio counts only the seeds where both runs converged (``harness.ratio_over_seeds``: a
 non-converged run is n/c, never a speed-up). Then, per model, every variant over the seeds
@@ -530,11 +530,11 @@ def _ran(rows: list[Row]) -> str:
 
 def long_run_variant(result: ModelResult) -> str:
     """The variant whose sampling a long run of ``register()`` + ``pm.sample()`` gets
-    (``nutpie_choice``'s documented rule): A where the block sums out site by site, D (the
-    steps beside PyMC's NUTS) for a chain or latent counts, which stay in PyMC's loop at
-    any length."""
+    (``nutpie_choice``'s documented rule): A where the block sums out site by site or as
+    latent counts over a window, D (the steps beside PyMC's NUTS) for a chain, which
+    stays in PyMC's loop at any length."""
     route = _ran(result.of(A))
-    return A if "site by site" in route else D
+    return A if ("site by site" in route or "over a window" in route) else D
 
 
 def summary_table(results: list[ModelResult]) -> str:
@@ -657,12 +657,12 @@ iterations and {draws} draws, `random_seed` the seed ({n_seeds} seed(s): {seeds}
   before summing out);
 * **E**, `pmd.register()`, then `pm.sample(...)` with no `nuts_sampler`, as a user types
   it: the route `register()` chooses for this run's length (nutpie from 20,000 iterations
-  a core where the block sums out site by site, PyMC's loop with the steps of D
-  otherwise).
+  a core where the block sums out site by site or as latent counts, PyMC's loop with the
+  steps of D otherwise).
 
 "Long run's route / B, sampling alone": what a run long enough for nutpie samples at,
 per second of sampling, against nutpie on the hand-summed model: A where the block sums
-out site by site, D for a chain or latent counts (they stay in PyMC's loop at any length).
+out site by site or as latent counts, D for a chain (it stays in PyMC's loop at any length).
 
 Every run is its own fresh Python process, with PyTensor's and numba's disk caches warm
 (one unmeasured run of the same call, {warm} + {warm} draws, in another fresh process

@@ -91,16 +91,18 @@ def test_a_short_run_does_not_import_nutpie():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_long_runs_of_chains_counts_and_lattices_stay_in_pymcs_loop():
+def test_long_runs_of_chains_and_lattices_stay_in_pymcs_loop_and_counts_follow_the_sites_rule():
     """A chain summed out by the forward algorithm samples slower than ChainGibbs beside
-    PyMC's NUTS at any length, and latent counts than CollapsedNUTS; a lattice does not
-    sum out: each says why."""
+    PyMC's NUTS at any length; a lattice does not sum out: each says why. Latent counts
+    go to nutpie from the sites' threshold, and stay in PyMC's loop below it."""
     sampler, why = _route(_chain(), draws=50_000, chains=2, cores=2)
     assert sampler is None and "forward algorithm" in why and why.startswith("nutpie is")
     from tests.pymc.test_counts import _model
 
     sampler, why = _route(_model("poisson"), draws=50_000, chains=2, cores=2)
-    assert sampler is None and "latent counts" in why
+    assert sampler == "nutpie" and "enough to pay back" in why
+    sampler, why = _route(_model("poisson"), draws=1000, chains=2, cores=2)
+    assert sampler is None and why.startswith("short run")
     sampler, why = _route(_lattice(), draws=50_000, chains=2, cores=2)
     assert sampler is None and why.startswith("not summed out for nutpie")
     # the chain is nutpie's where it is named

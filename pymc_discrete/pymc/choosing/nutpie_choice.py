@@ -17,16 +17,18 @@ two were even with set-up counted (0.93-1.27x), nutpie 3-13x ahead per second of
 sampling. A chain summed out by the forward algorithm never paid back: its
 gradient runs the forward algorithm at every leapfrog step, where ChainGibbs draws the
 chain once an iteration and PyMC's NUTS then samples the rest given it (nutpie's draws
-were slower per iteration: 7.9 s against 5.9 s on the 300-step HMM). Nor did latent
-counts summed over a window: on the N-mixture model CollapsedNUTS under PyMC's NUTS drew
-more effective samples a second of sampling than nutpie (158 against 115: nutpie's draws
-of the 150 abundances over their window at every draw, and fewer effective draws an
-iteration), so set-up aside it stays ahead at any length. Measured again on 2026-11-29
-after the summed-out density became as fast as the hand-written one and the draws back
-twice as fast, at the threshold itself (4 chains x 4000 after 1000, one core, seeds 1-3):
-nutpie's route drew 263 effective samples a second with set-up counted against
-CollapsedNUTS's 319, and 347 against 347 a second of sampling (5,068-5,678 effective
-draws against 6,734-7,592, and 2.4 s drawing the 16,000 x 150 counts back).
+were slower per iteration: 7.9 s against 5.9 s on the 300-step HMM). Latent counts
+summed over a window follow the sites' rule, measured at the threshold itself on the
+N-mixture model (`--models nmixture --draws 4000 --tune 1000 --no-write`, 2026-11-29,
+seeds 1-3, after the draws back became one compiled pass): nutpie's route against
+CollapsedNUTS under PyMC's NUTS was even with set-up counted (241 against 262 effective
+samples a second, 0.92-1.05x seed by seed) and ahead per second of sampling (330 against
+288, 1.13-1.35x), though it draws fewer effective samples an iteration (5,068-5,678
+against 6,734-7,592) and draws the 16,000 x 150 counts back in 1.8-2.1 s. Before that
+change (2.4 s to draw them back; the same seeds, on another VM of the same kind)
+CollapsedNUTS was ahead with set-up
+counted (319 against 263) and even per second of sampling, and counts stayed in PyMC's
+loop at any length.
 
 The choice must not depend on the machine's load (the same seed gives the same draws), so
 the run's length is what is compared: nutpie runs where each core runs at least
@@ -79,7 +81,7 @@ def nutpie_pays_back(args: tuple, kwargs: dict, kind: str = "sites") -> tuple[bo
         ``pm.sample``'s arguments.
     kind : {"sites", "chain", "counts"}
         How the block sums out: site by site, as a chain (by the forward algorithm), or
-        as latent counts over a window.
+        as latent counts over a window (the sites' rule).
 
     Returns
     -------
@@ -96,9 +98,6 @@ def nutpie_pays_back(args: tuple, kwargs: dict, kind: str = "sites") -> tuple[bo
     if kind == "chain":
         return False, ("nutpie is installed, but a chain summed out by the forward "
                        "algorithm samples slower than ChainGibbs beside PyMC's NUTS")
-    if kind == "counts":
-        return False, ("nutpie is installed, but latent counts summed over a window "
-                       "sample slower with it than CollapsedNUTS under PyMC's NUTS")
     iterations = iterations_per_core(args, kwargs)
     if iterations < NUTPIE_MIN_ITERATIONS:
         return False, (f"nutpie is installed, but each core runs {iterations:,} "

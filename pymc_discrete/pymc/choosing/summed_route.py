@@ -113,9 +113,8 @@ def _external_route(model, args: tuple, kwargs: dict) -> tuple[str | None, str]:
     except Exception as err:  # structure not readable: PyMC's assignment decides
         return None, (f"not summed out for {sampler}: the structure could not be read "
                       f"({type(err).__name__}: {err})")
-    if not named and (block.layout is not None or block.count_window is not None):
-        kind = "chain" if block.layout is not None else "counts"
-        return None, nutpie_pays_back(args, kwargs, kind)[1]
+    if not named and block.layout is not None:
+        return None, nutpie_pays_back(args, kwargs, "chain")[1]
     return sampler, why
 
 
