@@ -152,19 +152,21 @@ def count_window(site_logp: Callable[[np.ndarray], np.ndarray], n_sites: int,
         end = min(start + 2 * (end - start), max_count)
 
 
-def _shortest_ends(table: np.ndarray, tail: float
+def _shortest_ends(table: np.ndarray, tail: float, log_mass: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every row of a table of log conditionals: whether some value past its first
     possible one can end a window with at most ``tail`` of the row's mass beyond
     (:func:`tail_mass_bound` at that end, the mass normalised over the whole row), the
-    index of the first possible value, and of the first such end."""
+    index of the first possible value, and of the first such end. ``log_mass``: the
+    rows' log-sum-exp where the caller has it (rows of finite values and -inf)."""
     n, width = table.shape
     finite = np.isfinite(table)
     has = finite.any(axis=1)
     first = np.argmax(finite, axis=1)
     if width < 2:
         return np.zeros(n, bool), first, first
-    total = _logsumexp_rows(np.where(finite, table, -np.inf))
+    total = (_logsumexp_rows(np.where(finite, table, -np.inf)) if log_mass is None
+             else np.asarray(log_mass))
     index = np.arange(1, width)[None, :]  # every end at value index 1 .. W - 1
     bound = _end_bound(table[:, 1:], table[:, :-1], total[:, None])
     bound = np.where(np.isneginf(table[:, 1:]) & (index > first[:, None]), 0.0, bound)
@@ -172,10 +174,12 @@ def _shortest_ends(table: np.ndarray, tail: float
     return has & ok.any(axis=1), first, np.argmax(ok, axis=1) + 1
 
 
-def needed_width(table: np.ndarray, tail: float = TAIL_MASS) -> int | None:
+def needed_width(table: np.ndarray, tail: float = TAIL_MASS,
+                 log_mass: np.ndarray | None = None) -> int | None:
     """The smallest width from the window's start that would leave at most ``tail`` of
     every row's mass beyond, read off a table of log conditionals over a wider window;
-    None if the table is not wide enough to tell.
+    None if the table is not wide enough to tell. ``log_mass``: the rows' log-sum-exp,
+    where the caller has computed it already (the table holding no NaN or +inf).
 
     Examples
     --------
@@ -183,7 +187,7 @@ def needed_width(table: np.ndarray, tail: float = TAIL_MASS) -> int | None:
     >>> needed_width(poisson.logpmf(np.arange(40), 3.0)[None, :])
     18
     """
-    done, _, last = _shortest_ends(np.asarray(table, dtype=np.float64), tail)
+    done, _, last = _shortest_ends(np.asarray(table, dtype=np.float64), tail, log_mass)
     return int(last.max()) + 1 if done.all() and done.size else None
 
 

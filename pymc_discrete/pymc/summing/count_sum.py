@@ -227,12 +227,12 @@ class CountDraw(ArrayStepShared):
         super().stop_tuning()
 
     def _widened_draw(self, current: np.ndarray, uniforms: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
-        """The conditional table and every site's draw from it (value indices), after
-        checking the window's lower end and widening the window while its tail bound is
-        above the tolerance. One uniform a site, whatever the width: a widened window is
-        drawn with the same uniforms. A uniform of 0 draws the window's first value,
-        possible at every site (checked)."""
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The conditional table, every site's draw from it (value indices) and its row
+        sums (log-sum-exp), after checking the window's lower end and widening the window
+        while its tail bound is above the tolerance. One uniform a site, whatever the
+        width: a widened window is drawn with the same uniforms. A uniform of 0 draws the
+        window's first value, possible at every site (checked)."""
         tail = self._sums.window.tail
         checked = False
         while True:
@@ -251,7 +251,7 @@ class CountDraw(ArrayStepShared):
                     "(or a parameter check fails): their support depends on the continuous "
                     "variables")
             if tail_mass_bound(table, log_mass).max() <= tail:
-                return table, index
+                return table, index, log_mass
             wider = self.width + window_extension(table, tail)
             if wider + int(self._sums.window.lower.max()) > MAX_COUNT:
                 from pymc_discrete.pymc.summing.collapsible import NotCollapsible
@@ -290,7 +290,7 @@ class CountDraw(ArrayStepShared):
     def astep(self, q0: RaveledVars):
         before = self.width
         old = np.asarray(q0.data, dtype=np.int64)
-        table, index = self._widened_draw(old, self.rng.random(old.size))
+        table, index, log_mass = self._widened_draw(old, self.rng.random(old.size))
         width = table.shape[1]
         values = self._sums.window.lower + index
         warning = None
@@ -309,7 +309,7 @@ class CountDraw(ArrayStepShared):
         else:
             self._tune_draws += 1
             if self._n_tune is None or self._tune_draws > self._n_tune // 2:
-                needed = needed_width(table, self._sums.window.tail)
+                needed = needed_width(table, self._sums.window.tail, log_mass)
                 self._needed.append(width if needed is None else needed)
         stats = {"accept": 1.0, "jump_distance": int(np.count_nonzero(values != old)),
                  "count_window": width, "warning": warning}
