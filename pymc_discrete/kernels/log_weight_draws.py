@@ -8,11 +8,10 @@ Gumbel-max draw takes K uniforms and 2K logarithms a site for the same distribut
 The rows are drawn in one compiled loop: NumPy's version of the same steps (shift,
 ``exp``, ``cumsum``, compare, count) made six passes over the table and took 0.39 s to
 draw the N-mixture model's 150 counts over 80 values back at 4,000 draws, this loop
-0.17 s. Most of
-a count's window lies far in its tails: a weight below ``2**-53 / K`` of the row's
-largest is left out of the sums (no ``exp``), which changes the row's total by less than
-one unit in its last place (the largest weight alone is 1), so the draws are those of
-the exact weights to double precision.
+0.17 s. Most of a count's window lies far in its tails: a weight below ``2**-53 / K`` of
+the row's largest is left out of the sums (no ``exp``), which changes the row's total by
+less than one unit in its last place (the largest weight alone is 1), so the draws are
+those of the exact weights to double precision.
 """
 
 from __future__ import annotations
