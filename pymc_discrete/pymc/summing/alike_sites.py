@@ -182,7 +182,8 @@ class _Walk:
         inner[:, :, kept] = idx[:, None, :]
         inner[:, :, list(axes)] = combos[None, :, :]
         walk = _Walk()
-        part = walk.at(node.inputs[0], inner.reshape(-1, len(shape)))
+        # explicit rows: a reduction of a 0-d input has rows of no index (-1 is ambiguous)
+        part = walk.at(node.inputs[0], inner.reshape(len(idx) * width, len(shape)))
         walk._record(part)
         for record in walk.records:  # L columns an element
             self.records.extend(np.asarray(record).reshape(len(idx), width).T)
