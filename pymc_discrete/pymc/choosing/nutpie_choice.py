@@ -26,9 +26,8 @@ samples a second, 0.92-1.05x seed by seed) and ahead per second of sampling (330
 288, 1.13-1.35x), though it draws fewer effective samples an iteration (5,068-5,678
 against 6,734-7,592) and draws the 16,000 x 150 counts back in 1.8-2.1 s. Before that
 change (2.4 s to draw them back; the same seeds, on another VM of the same kind)
-CollapsedNUTS was ahead with set-up
-counted (319 against 263) and even per second of sampling, and counts stayed in PyMC's
-loop at any length.
+CollapsedNUTS was ahead with set-up counted (319 against 263) and even per second of
+sampling, and counts stayed in PyMC's loop at any length.
 
 The choice must not depend on the machine's load (the same seed gives the same draws), so
 the run's length is what is compared: nutpie runs where each core runs at least
