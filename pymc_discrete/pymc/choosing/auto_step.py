@@ -129,11 +129,13 @@ class AutoStep(BlockedStep):
         else:
             value_vars = [model.rvs_to_values.get(v, v) for v in vars]
             discrete = [v for v in value_vars if _is_discrete(model.values_to_rvs[v])]
-            continuous = [v for v in value_vars if v not in discrete]
+            in_discrete = set(discrete)
+            continuous = [v for v in value_vars if v not in in_discrete]
         counts = [] if vars is None else [v for v in value_vars
                                           if is_count(model.values_to_rvs[v])]
         if counts:  # not finite discrete variables: they were put with the continuous
-            continuous = [v for v in continuous if v not in counts]
+            in_counts = set(counts)
+            continuous = [v for v in continuous if v not in in_counts]
             return cls._count_steps(model, counts, discrete, continuous, initial_point,
                                     compile_kwargs, nuts_kwargs, step_kwargs)
         if discrete == []:  # only continuous variables: what PyMC would build for them

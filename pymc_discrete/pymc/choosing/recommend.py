@@ -147,7 +147,8 @@ def _joint_pays(exact, support, n_joint: int, model, value_vars) -> tuple[bool, 
     ``K`` states per colour, or ``1 + K`` where x itself must be evaluated too
     (:attr:`~pymc_discrete.kernels.exact_tables.TermLayout.value_rows_only`): the joint
     draw is chosen while it costs at most :data:`JOINT_SWEEPS_PER_DRAW` sweeps."""
-    outside = [v for v in model.value_vars if v not in set(value_vars)]
+    block = set(value_vars)
+    outside = [v for v in model.value_vars if v not in block]
     if not _terms_depend_on(model, value_vars, outside):
         return True, "nothing else in the model changes them, so they are evaluated once"
     with_x = 0 if exact.layout.value_rows_only else 1

@@ -127,7 +127,8 @@ class ExactRatios(StructureReading):
             vector = pt.concatenate(pieces)
             # which terms read the model's other variables (a term that reads none is
             # the same at every draw), elementwise like the terms themselves
-            others = [v for v in model.value_vars if v not in value_vars]
+            block = set(value_vars)
+            others = [v for v in model.value_vars if v not in block]
             piece_reads = [variable_depends_on(piece, others) for piece in pieces]
             reads = pt.concatenate([
                 pt.ones_like(piece, dtype="bool") if read

@@ -367,7 +367,8 @@ def relaxed_logp(
 
     block_rvs = [model.values_to_rvs[v] for v in value_vars]
     terms = [_own_relaxed_term(rv, x, model).sum() for rv, x in zip(block_rvs, own_inputs)]
-    others = [rv for rv in model.free_RVs if rv not in block_rvs]
+    in_block = set(block_rvs)
+    others = [rv for rv in model.free_RVs if rv not in in_block]
     others += list(model.observed_RVs) + list(model.potentials)
     if others:
         terms += [pt.as_tensor(t).sum() for t in model.logp(vars=others, sum=False)]

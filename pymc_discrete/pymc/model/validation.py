@@ -113,7 +113,6 @@ def block_value_vars(model, vars, step_name: str, competence: Callable) -> list[
         belongs to another model or is not a free variable of this one.
     """
     from pymc.step_methods.compound import Competence
-    from pymc.util import get_value_vars_from_user_vars
 
     if vars is None:
         supported = [
@@ -143,7 +142,10 @@ def block_value_vars(model, vars, step_name: str, competence: Callable) -> list[
             f"{step_name}: {var!r} is not a variable of this model (build the step inside "
             "the model's context, or pass model=...)"
         )
-    return get_value_vars_from_user_vars(user_vars, model)
+    # every variable is the model's (checked above): looked up by hash, where PyMC's
+    # get_value_vars_from_user_vars searches the model's list of value variables for
+    # each one (0.05 s at 900 scalar variables)
+    return [model.rvs_to_values.get(var, var) for var in user_vars]
 
 
 #: most values a site may have (a batched evaluation per value and colour)

@@ -70,7 +70,8 @@ def compile_conditional_tables(block: SummedBlock) -> tuple[Callable, list[str]]
         The continuous variables the function takes, in order.
     """
     plain = block.plain
-    values = {v: rv.name for rv, v in plain.rvs_to_values.items() if rv in plain.free_RVs}
+    free = set(plain.free_RVs)
+    values = {v: rv.name for rv, v in plain.rvs_to_values.items() if rv in free}
     graphs = [block.per_site] if block.layout is None else list(block.tables)
     inputs = [v for v in graph_inputs(graphs) if v in values]
     batched = [pt.tensor(dtype=v.type.dtype, shape=(None, *v.type.shape),
