@@ -11,9 +11,12 @@ import pytest
 from pymc.initial_point import make_initial_point_expression
 
 from pymc_discrete import example_models
-from pymc_discrete.pymc.choosing.graph_evaluation import graph_evaluator
-from pymc_discrete.pymc.choosing.initial_point_templates import templated_initial_point
-from pymc_discrete.pymc.choosing.initial_points import plain_initial_point_function
+from pymc_discrete.pymc.model.graph_evaluation import graph_evaluator
+from pymc_discrete.pymc.model.initial_point_templates import templated_initial_point
+from pymc_discrete.pymc.model.plain_initial_point import (
+    initial_point,
+    plain_initial_point_function,
+)
 from tests.pymc.per_variable import per_variable, vectorised
 
 KINDS = ["hmm", "mixture", "occupancy", "lattice"]
@@ -58,6 +61,25 @@ def test_plain_initial_point_is_pymcs(name):
         for key, value in expected.items():
             assert np.asarray(got[key]).dtype == np.asarray(value).dtype, key
             np.testing.assert_array_equal(got[key], value, err_msg=key)
+
+
+@pytest.mark.parametrize("name", ["strategies", "occupancy per variable", "hmm per variable"])
+def test_initial_point_is_pymcs_point(name):
+    """What ``pmd.marginalize`` reads: ``model.initial_point(seed)``, the same keys,
+    dtypes and values; on the copy without value transforms it reads too (a model with
+    given initial values is copied without them)."""
+    from pymc.model.transform.conditioning import remove_value_transforms
+
+    model = _models()[name]()
+    copies = [model] if name == "strategies" else [model, remove_value_transforms(model)]
+    for m in copies:
+        for seed in (3, 11):
+            expected = m.initial_point(random_seed=seed)
+            got = initial_point(m, random_seed=seed)
+            assert list(got) == list(expected)
+            for key, value in expected.items():
+                assert got[key].dtype == value.dtype, key
+                np.testing.assert_array_equal(got[key], value, err_msg=key)
 
 
 def test_a_random_initial_value_is_drawn_from_the_seed():

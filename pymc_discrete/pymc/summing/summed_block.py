@@ -24,6 +24,7 @@ from pytensor.graph.traversal import variable_depends_on
 
 from pymc_discrete.pymc.model.counts import CountWindow, count_exact_ratios, is_count
 from pymc_discrete.pymc.model.exact import ExactRatios
+from pymc_discrete.pymc.model.plain_initial_point import initial_point
 from pymc_discrete.pymc.model.terms import piece_sizes, read_block_pieces
 from pymc_discrete.pymc.model.validation import check_discrete_block
 from pymc_discrete.pymc.steps.albp import ALBP
@@ -182,7 +183,7 @@ def summed_block(model, count_width: int | None = None) -> SummedBlock:
     # the structure and the possible values are read on the model itself (its probes
     # move the continuous variables in their transformed space, where any value is
     # in the support); the sums are built on the copy, whose terms are the same
-    point = model.initial_point()
+    point = initial_point(model)
     original = [model.rvs_to_values[model.named_vars[rv.name]] for rv in discrete]
     block = [plain.rvs_to_values[rv] for rv in discrete]
     readers = tuple(v.name for v in [*plain.observed_RVs, *plain.potentials]
@@ -194,14 +195,14 @@ def summed_block(model, count_width: int | None = None) -> SummedBlock:
                         make_shared_replacements(point, original, model),
                         n_categories=None if support.is_binary else support.n_values,
                         offsets=support.offsets)
-    point = plain.initial_point()
+    point = initial_point(plain)
     why = collapsible(exact)
     if why is not None:
         layout = chain_layout(exact) if exact.proven else None
         if layout is None:
             raise NotCollapsible(f"{', '.join(exact.var_names)} cannot be summed out site "
                                  f"by site ({why}), nor as a chain")
-        unary, pair, held, _ = chain_tables_graph(plain, block, plain.initial_point(), exact,
+        unary, pair, held, _ = chain_tables_graph(plain, block, point, exact,
                                                   layout)
         observed = [name for name in readers if plain.named_vars[name] in plain.observed_RVs]
         # one observed variable and no Potential: it carries the chain's sum at its first
@@ -249,7 +250,7 @@ def _count_block(model, plain, original: list, block: list, readers: tuple,
                  width: int | None) -> SummedBlock:
     """Latent counts that share no term, summed over a window of values (module
     docstring of :mod:`~pymc_discrete.pymc.summing.count_sum`)."""
-    point = model.initial_point()
+    point = initial_point(model)
     exact = count_exact_ratios(model, original, point)
     window = count_window_or_problem(model, original, exact, point)
     if isinstance(window, str):
@@ -259,7 +260,7 @@ def _count_block(model, plain, original: list, block: list, readers: tuple,
         int(np.ceil(COUNT_WIDTH_MARGIN * window.width)))
     window = CountWindow(window.lower, width, window.tail, window.start)
     values = np.arange(width, dtype=np.int64)[:, None] + window.lower[None, :]
-    plain_point = plain.initial_point()
+    plain_point = initial_point(plain)
     per_site, loose, held = site_sums_graph(plain, block, plain_point, exact, values)
     per_site = pt.switch(held, per_site, -np.inf)
     carriers = _carriers(plain, block, exact, plain_point, readers)

@@ -14,7 +14,7 @@ support point is derived on a copy of its own node, cut at the free variables it
 (:func:`~pymc_discrete.pymc.model.graph_shape.graph_shape`); variables whose graphs have
 the same shape up to their leaves (one ``pm.Categorical`` per step, each reading the
 previous one) share that derivation, evaluated by each node's Python implementation as
-:func:`~pymc_discrete.pymc.choosing.graph_evaluation.graph_evaluator` evaluates PyMC's
+:func:`~pymc_discrete.pymc.model.graph_evaluation.graph_evaluator` evaluates PyMC's
 expression, with the member's leaves and its parents' values put in. The ops and their
 inputs are those of PyMC's expression, so the values are its own, to the bit (tested on
 the models of ``tests/pymc/test_initial_points.py``).
@@ -35,7 +35,7 @@ from pymc.util import get_transformed_name
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 
-from pymc_discrete.pymc.choosing.graph_evaluation import graph_evaluator
+from pymc_discrete.pymc.model.graph_evaluation import graph_evaluator
 from pymc_discrete.pymc.model.graph_shape import graph_shape, same_leaves
 from pymc_discrete.pymc.model.local_terms import copy_replacing
 
