@@ -135,11 +135,11 @@ def marginalize(model, *, count_width: int | None = None) -> object:
     raw = [var.owner.inputs[0] for var in discrete]
     # they leave the outputs, and so do the Deterministics and Potentials that read them
     # (recover_discrete adds the Deterministics back)
-    dropped = set(raw)
+    dropped = frozenset(raw)  # one set for every test below, not one per output
     _remove_outputs(fgraph, [i for i, out in enumerate(fgraph.outputs) if out in dropped
                              or (out.owner is not None
                                  and not isinstance(out.owner.op, ModelObservedRV)
-                                 and variable_depends_on(out, raw))])
+                                 and variable_depends_on(out, dropped))])
     continuous = {out.name: out for out in fgraph.outputs
                   if out.owner is not None and isinstance(out.owner.op, ModelFreeRV)}
     plain = block.plain
@@ -186,7 +186,8 @@ def _remove_outputs(fgraph, indices: list[int]) -> None:
     outputs = fgraph.outputs
     kept = [i for i in range(len(outputs)) if i not in drop]
     # the kept outputs' clients, read before anything is renumbered
-    clients = {i: fgraph.get_output_client(i) for i in kept if i > min(drop)}
+    first = min(drop)
+    clients = {i: fgraph.get_output_client(i) for i in kept if i > first}
     for i in sorted(drop):
         fgraph.remove_client(outputs[i], fgraph.get_output_client(i), remove_if_empty=True)
     for new, old in enumerate(kept):

@@ -186,8 +186,9 @@ def summed_block(model, count_width: int | None = None) -> SummedBlock:
     point = initial_point(model)
     original = [model.rvs_to_values[model.named_vars[rv.name]] for rv in discrete]
     block = [plain.rvs_to_values[rv] for rv in discrete]
+    in_block = frozenset(discrete)  # one set for every reader, not one per reader
     readers = tuple(v.name for v in [*plain.observed_RVs, *plain.potentials]
-                    if variable_depends_on(v, discrete))
+                    if variable_depends_on(v, in_block))
     if counts:
         return _count_block(model, plain, original, block, readers, count_width)
     support = check_discrete_block(model, original, "pmd.marginalize", point)
@@ -300,13 +301,14 @@ def _carriers(plain, block, exact: ExactRatios, point: dict, readers: tuple) -> 
     source = [name for names in read.sources for name in names]
     sizes = [size // len(names) for size, names in zip(sizes, read.sources, strict=True)
              for _ in names]
+    reading = set(readers)
     moved_by = {}  # site -> the observed variables it moves
     layout = {}
     start = 0
     for name, size in zip(source, sizes):
         own = owner[start:start + size]
         start += size
-        if name not in readers:
+        if name not in reading:
             continue
         data_size = (int(np.size(point[name])) if name in point
                      else _data_size(plain.rvs_to_values[plain.named_vars[name]]))
