@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.raise_op import CheckAndRaise
@@ -40,7 +41,7 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.shape import Reshape, Shape
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 
-__all__ = ["AlikeSites", "elements_at", "record_codes"]
+__all__ = ["AlikeSites", "each_element_at", "elements_at", "record_codes"]
 
 
 class _Rebuilt:
@@ -131,6 +132,9 @@ class _Walk:
                     return _constant(folded[index], out.type.dtype)
             for rebuilt in ins:
                 self._record(rebuilt)
+            chosen = _decided(op, ins, out.type.dtype) if len(node.outputs) == 1 else None
+            if chosen is not None:
+                return chosen
             return _Rebuilt(_apply_elementwise(op, [i.graph for i in ins], index), None)
         if isinstance(op, DimShuffle):
             inner = np.zeros((len(idx), op.input_ndim), dtype=np.int64)
@@ -300,6 +304,46 @@ def _fold(op: Elemwise, values: Sequence[np.ndarray], n_out: int, size: int
             for s, o in zip(storage, node.outputs)]
 
 
+def _uniform(rebuilt: _Rebuilt):
+    """The one value of a rebuilt constant equal at every element, else None."""
+    values = rebuilt.values
+    if values is None or not values.size or not np.all(values == values[0]):
+        return None
+    return values[0]
+
+
+def _decided(op: Elemwise, ins: Sequence[_Rebuilt], dtype: str) -> _Rebuilt | None:
+    """The input an elementwise operation returns as it is, where a constant input
+    decides it at every element: ``switch`` on a constant condition, ``and`` with True
+    or False, ``or`` with False or True, ``mul`` by 1 (each exactly its input, to the
+    bit); None otherwise, or where the input's dtype is not the result's. A term read at
+    a constant state (a Bernoulli's ``switch(y == 1, log(z p), log(1 - z p))`` at z = 1
+    and y = 0) then leaves no switch of constants behind for PyTensor to rewrite and
+    differentiate."""
+    scalar_op, chosen = op.scalar_op, None
+    if isinstance(scalar_op, ps.Switch):
+        condition = _uniform(ins[0])
+        if condition is not None:
+            chosen = ins[1] if condition else ins[2]
+    elif isinstance(scalar_op, ps.AND | ps.OR | ps.Mul) and len(ins) == 2:
+        for given, other in ((ins[0], ins[1]), (ins[1], ins[0])):
+            value = _uniform(given)
+            if value is None:
+                continue
+            if isinstance(scalar_op, ps.Mul):
+                chosen = other if value == 1 else None
+            elif isinstance(scalar_op, ps.AND):
+                chosen = other if value else given
+            else:
+                chosen = given if value else other
+            if chosen is not None:
+                break
+    if chosen is None:
+        return None
+    chosen_dtype = chosen.graph.type.dtype if chosen.values is None else chosen.values.dtype
+    return chosen if chosen_dtype == np.dtype(dtype) else None
+
+
 def _broadcast_index(inp: Variable, idx: np.ndarray) -> np.ndarray | None:
     """Indices into ``inp`` of the elements ``idx`` of a result it is broadcast to
     (dimensions aligned on the right); None where a dimension's length is unknown."""
@@ -421,6 +465,20 @@ def elements_at(graph: Variable, elements: np.ndarray) -> tuple[Variable, list[n
     if idx.ndim == 1:
         idx = idx[:, None]
     return walk.top(graph, idx), walk.records
+
+
+def each_element_at(graph: Variable, elements: np.ndarray) -> list[Variable]:
+    """:func:`elements_at` one element at a time, in one walk: a 0-d graph per element,
+    the parts they share (a parameter's ``log(p)``) built once."""
+    walk = _Walk()
+    idx = np.asarray(elements, dtype=np.int64)
+    if idx.ndim == 1:
+        idx = idx[:, None]
+    out = []
+    for i in range(len(idx)):
+        value = walk.top(graph, idx[i:i + 1])
+        out.append(value if value.type.ndim == 0 else value.reshape(()))
+    return out
 
 
 class AlikeSites:

@@ -15,7 +15,8 @@ state as multisets, have equal sums (:func:`sites_by_codes`); and :func:`kind_su
 evaluates the terms once per distinct code used and adds them up by a gather with
 multiplicities: ``sums[v, u] = sum_c count[v, u, c] * term[c]``.
 
-Imports: PyTensor and NumPy, and :mod:`~pymc_discrete.pymc.summing.alike_sites`.
+Imports: PyTensor and NumPy, :mod:`~pymc_discrete.pymc.summing.alike_sites` and
+:mod:`~pymc_discrete.pymc.summing.kind_scalars`.
 """
 
 from __future__ import annotations
@@ -29,13 +30,25 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import toposort
 from pytensor.tensor.math import All
 
-from pymc_discrete.pymc.summing.alike_sites import AlikeSites, elements_at, record_codes
+from pymc_discrete.pymc.summing.alike_sites import (
+    AlikeSites,
+    each_element_at,
+    elements_at,
+    record_codes,
+)
+from pymc_discrete.pymc.summing.kind_scalars import stacked_scalars
 
-__all__ = ["PieceAtStates", "distinct_checks", "kind_columns", "kind_sums", "piece_codes", "sites_by_codes",
-           "worth_codes", "WALK_MAX"]
+__all__ = ["PieceAtStates", "SCALAR_KINDS_MAX", "SCALAR_TERMS_MAX", "distinct_checks",
+           "kind_columns", "kind_sums", "piece_codes", "sites_by_codes", "worth_codes",
+           "WALK_MAX"]
 
 #: (state, element) pairs a piece is walked at, at most (the walk is NumPy work per pair)
 WALK_MAX = 2_000_000
+
+#: a block of at most this many kinds of alike sites, whose sums read at most
+#: SCALAR_TERMS_MAX distinct terms, has its columns built as one scalar graph a kind
+SCALAR_KINDS_MAX = 8
+SCALAR_TERMS_MAX = 64
 
 #: the sums weigh every distinct term in every row (a dense table of weights) where the
 #: table has at most this many times the entries of a gather of each row's own terms,
@@ -213,26 +226,66 @@ def kind_sums(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
     return sums[:-1].reshape((k, u)), sums[-1]
 
 
+def _scalar_sums(row: Variable, pairs: np.ndarray, rows: np.ndarray, code: np.ndarray | None,
+                 n_rows: int) -> list[Variable]:
+    """``n_rows`` scalar graphs, ``sums[r] = sum of the terms at the pairs of row r``,
+    each distinct term (each pair without ``code``) a 0-d graph of ``row`` at one
+    element, evaluated once and weighed by its multiplicity."""
+    used = code[pairs[:, 0], pairs[:, 1]] if code is not None else np.arange(len(pairs))
+    _, first, term_of = np.unique(used, return_index=True, return_inverse=True)
+    term_of = term_of.ravel()
+    terms = each_element_at(row, pairs[first, 1])
+    sums = []
+    for r in range(n_rows):
+        distinct, multiplicity = np.unique(term_of[rows == r], return_counts=True)
+        total = None
+        for t, m in zip(distinct.tolist(), multiplicity.tolist()):
+            # every term read has a weight of at least 1: a -inf term stays -inf
+            part = terms[t] if m == 1 else float(m) * terms[t]
+            total = part if total is None else total + part
+        sums.append(pt.constant(0.0) if total is None else total)
+    return sums
+
+
+def _scalar_terms(code: np.ndarray | None, pairs: np.ndarray) -> int:
+    """How many 0-d graphs :func:`_scalar_sums` builds for ``pairs``."""
+    if code is None:
+        return len(pairs)
+    return np.unique(code[pairs[:, 0], pairs[:, 1]]).size
+
+
 def kind_columns(piece: PieceAtStates, code: np.ndarray | None, own: np.ndarray,
                  alike: AlikeSites, k: int) -> tuple[list[Variable], Variable]:
     """:func:`kind_sums` state by state: K (U,) sums, each from the terms of its own
     state's graph (a piece given by ``rows``), so that summing the states out is
-    elementwise over columns that were never stacked into a table."""
+    elementwise over columns that were never stacked into a table. With at most
+    :data:`SCALAR_KINDS_MAX` kinds and :data:`SCALAR_TERMS_MAX` distinct terms, each
+    column is a stack of one scalar graph a kind
+    (:mod:`~pymc_discrete.pymc.summing.kind_scalars`)."""
     u = alike.first.size
     pairs, rows = _used_pairs(own, alike, k)
+    scalar = (piece.rows is not None and u <= SCALAR_KINDS_MAX
+              and _scalar_terms(code, pairs) <= SCALAR_TERMS_MAX)
     columns = []
     for v in range(k):
         chosen = (pairs[:, 0] == v) & (rows >= 0)
         if not chosen.any():
-            columns.append(pt.zeros((u,), dtype="float64"))
-            continue
-        terms, term_of = _terms_once(piece, code, pairs[chosen])
-        columns.append(_weighed(terms, term_of, rows[chosen] - v * u, u))
+            columns.append(stacked_scalars([pt.constant(0.0)] * u) if scalar
+                           else pt.zeros((u,), dtype="float64"))
+        elif scalar:
+            columns.append(stacked_scalars(_scalar_sums(piece.rows[v], pairs[chosen],
+                                                        rows[chosen] - v * u, code, u)))
+        else:
+            terms, term_of = _terms_once(piece, code, pairs[chosen])
+            columns.append(_weighed(terms, term_of, rows[chosen] - v * u, u))
     outside = rows < 0
     if not outside.any():
         return columns, pt.constant(0.0)
+    zeros = np.zeros(int(outside.sum()), np.int64)
+    if scalar:
+        return columns, _scalar_sums(piece.rows[0], pairs[outside], zeros, code, 1)[0]
     terms, term_of = _terms_once(piece, code, pairs[outside])
-    return columns, _weighed(terms, term_of, np.zeros(int(outside.sum()), np.int64), 1)[0]
+    return columns, _weighed(terms, term_of, zeros, 1)[0]
 
 
 def distinct_checks(held: Variable) -> Variable:

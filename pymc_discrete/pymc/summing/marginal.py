@@ -52,6 +52,13 @@ from pymc_discrete.pymc.summing.distinct_terms import (
     sites_by_codes,
     worth_codes,
 )
+from pymc_discrete.pymc.summing.kind_scalars import (
+    add_columns,
+    kind_logaddexp,
+    mask_column,
+    weighted_total,
+)
+from pymc_discrete.pymc.summing.lean_checks import lean_check
 from pymc_discrete.pymc.summing.linear_sums import linear_site_sums
 
 __all__ = ["LOGADDEXP_MAX", "SiteSums", "logsumexp_rows", "marginal_log_density", "masked_columns",
@@ -210,7 +217,7 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         at_states = [PieceAtStates(k, size, batched=batched[p])
                      for p, size in enumerate(sizes)]
         checks = batched[len(pieces):]
-    held = distinct_checks(all_of(checks))
+    held = lean_check(distinct_checks(all_of(checks)))
     distinct = _distinct_sums(at_states, owns, n, k, by_state)
     if distinct is not None:
         sums, alike, loose = distinct
@@ -354,13 +361,13 @@ def _distinct_sums(at_states: Sequence[PieceAtStates], owns: Sequence[np.ndarray
     kinds = alike if alike.first.size < n else None
     loose = pt.constant(0.0)
     if by_state:
-        columns = [pt.zeros((alike.first.size,), dtype="float64")] * k
+        columns = [None] * k
         for piece, code, own, use in zip(at_states, codes, owns, worth):
             if kinds is None and not use:  # every site its own, every term its own
                 sums, outside = _site_columns(piece, own, n)
             else:
                 sums, outside = kind_columns(piece, code if use else None, own, alike, k)
-            columns = [c + s for c, s in zip(columns, sums)]
+            columns = [add_columns(c, s) for c, s in zip(columns, sums)]
             loose = loose + outside
         return columns, kinds, loose
     per_kind = pt.zeros((k, alike.first.size), dtype="float64")
@@ -414,8 +421,7 @@ def summed_out(rest: Variable, per_site: Variable | Sequence[Variable], held: Va
                counts: np.ndarray | None = None) -> Variable:
     """``rest + sum_i counts_i logsumexp_v per_site[i, v]`` (``counts`` default 1), or
     -inf where a check failed; ``per_site`` a table or its columns."""
-    sums = logsumexp_rows(per_site)
-    total = sums.sum() if counts is None else (sums * counts).sum()
+    total = weighted_total(logsumexp_rows(per_site), counts)
     return pt.switch(held, rest + total, -np.inf)
 
 
@@ -423,13 +429,7 @@ def masked_columns(columns: Sequence[Variable], mask: np.ndarray,
                    held: Variable | None = None) -> list[Variable]:
     """The columns of a (N, K) table, -inf where ``mask`` (N, K) is False or, given
     ``held``, where a parameter check failed."""
-    out = []
-    for v, column in enumerate(columns):
-        keep = None if mask[:, v].all() else pt.as_tensor(mask[:, v])
-        if held is not None:
-            keep = held if keep is None else pt.and_(held, keep)
-        out.append(column if keep is None else pt.switch(keep, column, -np.inf))
-    return out
+    return [mask_column(column, mask[:, v], held) for v, column in enumerate(columns)]
 
 
 #: rows of at most this many values are summed by one elementwise ``logaddexp`` of their
@@ -443,6 +443,9 @@ def logsumexp_rows(table: Variable | Sequence[Variable]) -> Variable:
     """(N,) graph: ``log sum_v exp(table[i, v])`` for a (N, K) ``table``, or for its K
     columns (N,) where they were built apart; a row of -inf sums to -inf, not NaN."""
     if isinstance(table, list | tuple):
+        by_kind = kind_logaddexp(table) if len(table) <= LOGADDEXP_MAX else None
+        if by_kind is not None:
+            return by_kind
         if len(table) <= LOGADDEXP_MAX:
             return table[0] if len(table) == 1 else pt.logaddexp(*table)
         table = pt.stack(table, axis=1)

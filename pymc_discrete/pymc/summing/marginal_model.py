@@ -51,6 +51,8 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.fg import Output
 from pytensor.graph.replace import clone_replace, graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs, variable_depends_on
+from pytensor.tensor.basic import get_underlying_scalar_constant_value
+from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.type import TensorType
 
 from pymc_discrete.pymc.summing.summed_block import (
@@ -262,8 +264,8 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
                 graph = in_model_space(clone_replace(graph, {_data: value}), params)
                 return graph.reshape(value.shape)
             sums, extra = model_sums(params)
-            graph = _placed(sums, units, _sites, _elements, value.size)
-            if _first:
+            graph = _placed(sums, units, _sites, _elements, _size(value))
+            if _first and not _is_zero(extra):
                 graph = pt.inc_subtensor(graph[0], extra)
             return graph.reshape(value.shape)
 
@@ -271,6 +273,21 @@ def _replace_readers(fgraph, block: SummedBlock, by_name: dict, continuous: dict
                                     class_name=f"{reader}_summed_out", dtype=rv.type.dtype)
         fgraph.replace(out, model_observed_rv(summed_rv, data, reader, *dims),
                        import_missing=True)
+
+
+def _size(value: Variable):
+    """The number of elements of ``value``: a constant where its shape is static."""
+    shape = value.type.shape
+    return int(np.prod(shape, dtype=np.int64)) if None not in shape else value.size
+
+
+def _is_zero(graph: Variable) -> bool:
+    """Whether ``graph`` is the constant 0 (the terms no site moves, where there are
+    none: nothing to add)."""
+    try:
+        return get_underlying_scalar_constant_value(graph) == 0
+    except NotScalarConstantError:
+        return False
 
 
 def _is_data(value: Variable, data: Variable) -> bool:

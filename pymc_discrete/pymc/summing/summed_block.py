@@ -38,6 +38,7 @@ from pymc_discrete.pymc.summing.collapsible import (
     site_of_term,
 )
 from pymc_discrete.pymc.summing.count_sum import grid_width
+from pymc_discrete.pymc.summing.kind_scalars import placed_by_kind, weighted_total
 from pymc_discrete.pymc.summing.marginal import (
     logsumexp_rows,
     masked_columns,
@@ -111,14 +112,13 @@ class SummedBlock(NamedTuple):
         if self.layout is not None:
             return forward_log_normaliser(*self.tables)
         sums = logsumexp_rows(self._by_state())
-        if self.per_kind is not None:
-            return (sums * self.alike.counts).sum() + self.loose
-        return sums.sum() + self.loose
+        return weighted_total(sums, None if self.per_kind is None else self.alike.counts
+                              ) + self.loose
 
     def site_logsumexp(self) -> Variable:
         """(N,) graph: every site's terms summed out."""
         sums = logsumexp_rows(self._by_state())
-        return sums if self.per_kind is None else sums[self.alike.kind]
+        return sums if self.per_kind is None else placed_by_kind(sums, self.alike.kind)
 
     def _by_state(self) -> Variable | tuple:
         """What is summed over the states: the columns where they were built apart, else
