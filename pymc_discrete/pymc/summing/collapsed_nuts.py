@@ -59,7 +59,7 @@ from pymc_discrete.pymc.summing.count_sum import CountDraw, CountSum
 from pymc_discrete.pymc.summing.marginal import (
     marginal_log_density,
     marginal_logp_dlogp,
-    site_sums_graph,
+    site_sums,
 )
 
 __all__ = ["CollapsedNUTS", "ExactBlockDraw", "MarginalNUTS"]
@@ -148,9 +148,12 @@ class ExactBlockDraw(ScalarSitesMapping, ArrayStepShared):
         self._has = np.arange(k)[None, :] < ks[:, None]
         # every site at each of its values (a site with fewer than K repeats its last)
         states = np.minimum(np.arange(k)[:, None], ks[None, :] - 1)
-        per_site, _, held = site_sums_graph(model, vars, initial_point, exact,
-                                            states + self._offsets[None, :])
-        table = clone_replace(pt.switch(held, per_site, -np.inf), exact.shared)
+        sums = site_sums(model, vars, initial_point, exact, states + self._offsets[None, :])
+        # alike sites have equal sums: the (kinds, K) table is compiled, and every site
+        # reads its kind's row in NumPy (no gather in the compiled function)
+        self._kind = None if sums.alike is None else sums.alike.kind
+        by_kind = sums.per_site() if self._kind is None else sums.per_kind
+        table = clone_replace(pt.switch(sums.held, by_kind, -np.inf), exact.shared)
         self._table = compile_function([], table, **(compile_kwargs or {}))
         self._table.trust_input = True
         self.draws_in_tuning = True
@@ -171,6 +174,8 @@ class ExactBlockDraw(ScalarSitesMapping, ArrayStepShared):
     def astep(self, q0):
         x = np.asarray(q0.data, dtype=np.int64) - self._offsets
         table = self._table()
+        if self._kind is not None:
+            table = table[self._kind]
         finite = (table > -np.inf) & self._has  # NaN: impossible too
         if not np.array_equal(finite, self._possible):
             raise NotCollapsible(
