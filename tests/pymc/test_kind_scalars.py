@@ -147,7 +147,7 @@ def _logp_and_gradient_size(model) -> int:
 
 
 def test_summed_out_occupancy_is_a_graph_the_size_of_one_summed_out_by_hand():
-    """200 sites of 5 visits, 6 kinds of site (by their number of detections): the
+    """200 sites of 5 visits, a few kinds of site (by their number of detections): the
     generated summed-out density and its gradient, before PyTensor rewrites them, are
     within 1.5 times the operations of the model summed out by hand (what compiling
     them costs grows with it), and once compiled gather and scatter nothing; its density
