@@ -70,15 +70,23 @@ def test_scalar_columns_equal_the_vector_operations(checked):
             assert checked and np.all(got_placed == -np.inf)
 
 
-def test_a_check_on_every_kind_is_applied_once():
-    """The same check on every value of every kind is hoisted: one switch on it in the
-    placement, not one a kind."""
+def test_a_failed_check_gives_minus_inf_and_a_finite_gradient():
+    """Where a parameter check fails and a kind's values are NaN (a log of a negative
+    number), the log-sum-exp, the placement and the total are -inf and their gradients
+    finite: each value keeps its own check, ahead of the logaddexp."""
     theta = pt.vector("theta", shape=(2,))
-    held = pt.gt(theta[0], -1.0)
-    placed = placed_by_kind(kind_logaddexp(_columns(theta, held)), KIND)
-    switches_on_held = [n for n in applys_between([theta], [placed])
-                        if n.inputs and n.inputs[0] is held]
-    assert len(switches_on_held) == 1
+    a, b = theta[0], theta[1]
+    held = pt.gt(a, 0.0)
+    raw = [[pt.log(a), a * b, b], [pt.log(a) + b, pt.log1p(a), a - b]]
+    columns = [mask_column(stacked_scalars(col), MASK[:, v], held) for v, col in enumerate(raw)]
+    lse = kind_logaddexp(columns)
+    total = weighted_total(lse, COUNTS)
+    placed = placed_by_kind(lse, KIND)
+    f = pytensor.function([theta], [total, placed, pt.grad(total, theta),
+                                    pt.grad(placed.sum(), theta)])
+    got_total, got_placed, grad_total, grad_placed = f([-0.5, 0.7])
+    assert got_total == -np.inf and np.all(got_placed == -np.inf)
+    assert np.all(np.isfinite(grad_total)) and np.all(np.isfinite(grad_placed))
 
 
 def _pymc_like_check(p):
@@ -100,6 +108,42 @@ def test_lean_checks_are_the_same_condition_in_fewer_operations():
     assert _size([lean]) < _size([held]) / 2
     f = pytensor.function([p], [held, lean])
     for value in [0.0, 0.3, 1.0, 1.2, -0.1, np.inf, -np.inf, np.nan]:
+        original, shortened = f(value)
+        assert bool(original) == bool(shortened), value
+
+
+def test_integer_and_or_are_bitwise_and_never_decided():
+    """``1 & x`` and ``1 | x`` on integers are bitwise (PyTensor's ``and_``/``or_``): a
+    constant does not decide them, and the rebuilt graph gives the whole graph's values;
+    in a check, ``all((n & 1) == 0)`` stays a test of n's parity."""
+    x = pt.vector("x", shape=(3,), dtype="int64")
+    ones = pt.constant(np.ones(3, dtype="int64"))
+    for graph in (pt.and_(ones, x), pt.or_(ones, x)):
+        rebuilt, _ = elements_at(graph, np.array([0, 1, 2]))
+        f = pytensor.function([x], [graph, rebuilt])
+        whole, got = f(np.array([2, 3, 4]))
+        assert np.array_equal(whole, got)
+    n = pt.scalar("n", dtype="int64")
+    check = pt.all(pt.eq(pt.and_(pt.constant(np.ones(2, dtype="int64")), n), 0))
+    f = pytensor.function([n], [check, lean_check(check)])
+    for value in range(5):
+        original, lean = f(value)
+        assert bool(original) == bool(lean), value
+
+
+def test_lean_checks_of_a_deep_shared_graph_take_linear_time():
+    """A check on a quantity computed by a recursion that reads its previous value three
+    times (a logistic growth over 60 steps) is shortened, and keeps its value: the
+    graph's keys are computed once a variable (once a path, there are 3^60)."""
+    r = pt.scalar("r")
+    x = pt.constant(0.1)
+    for _ in range(60):
+        x = x + r * x * (1.0 - x)
+    check = pt.and_(pt.and_(pt.ge(x, 0.0), pt.le(x, 1.0)), pt.ge(x, 0.0))
+    lean = lean_check(check)
+    assert _size([lean]) < _size([check])
+    f = pytensor.function([r], [check, lean])
+    for value in (0.1, 0.5, 2.9):
         original, shortened = f(value)
         assert bool(original) == bool(shortened), value
 

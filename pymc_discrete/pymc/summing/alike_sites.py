@@ -314,9 +314,10 @@ def _uniform(rebuilt: _Rebuilt):
 
 def _decided(op: Elemwise, ins: Sequence[_Rebuilt], dtype: str) -> _Rebuilt | None:
     """The input an elementwise operation returns as it is, where a constant input
-    decides it at every element: ``switch`` on a constant condition, ``and`` with True
-    or False, ``or`` with False or True, ``mul`` by 1 (each exactly its input, to the
-    bit); None otherwise, or where the input's dtype is not the result's. A term read at
+    decides it at every element: ``switch`` on a constant condition, a boolean ``and``
+    with True or False or ``or`` with False or True (on integers they are bitwise, and
+    left alone), ``mul`` by 1 (each exactly its input, to the bit); None otherwise, or
+    where the input's dtype is not the result's. A term read at
     a constant state (a Bernoulli's ``switch(y == 1, log(z p), log(1 - z p))`` at z = 1
     and y = 0) then leaves no switch of constants behind for PyTensor to rewrite and
     differentiate."""
@@ -325,7 +326,8 @@ def _decided(op: Elemwise, ins: Sequence[_Rebuilt], dtype: str) -> _Rebuilt | No
         condition = _uniform(ins[0])
         if condition is not None:
             chosen = ins[1] if condition else ins[2]
-    elif isinstance(scalar_op, ps.AND | ps.OR | ps.Mul) and len(ins) == 2:
+    elif (isinstance(scalar_op, ps.Mul) or (isinstance(scalar_op, ps.AND | ps.OR)
+                                           and np.dtype(dtype) == np.bool_)) and len(ins) == 2:
         for given, other in ((ins[0], ins[1]), (ins[1], ins[0])):
             value = _uniform(given)
             if value is None:

@@ -23,11 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.basic import MakeVector
-from pytensor.tensor.elemwise import Elemwise
 
 __all__ = ["add_columns", "column_scalars", "kind_logaddexp", "mask_column", "placed_by_kind",
            "stacked_scalars", "weighted_total"]
@@ -88,15 +86,9 @@ def kind_logaddexp(columns: Sequence[Variable]) -> Variable | None:
         if not kept:
             out.append(pt.constant(-np.inf, dtype="float64"))
             continue
-        # the same check on every value (mask_column's): checked once, on their sum
-        checks = [_checked(v) for v in kept]
-        held = checks[0][0] if all(c is not None for c in checks) else None
-        if held is not None and all(c[0] is held for c in checks):
-            inner = [c[1] for c in checks]
-            total = inner[0] if len(inner) == 1 else pt.logaddexp(*inner)
-            out.append(pt.switch(held, total, -np.inf))
-        else:
-            out.append(kept[0] if len(kept) == 1 else pt.logaddexp(*kept))
+        # each value keeps its own check (mask_column's switch): a check hoisted past
+        # the logaddexp would let the NaN of a value whose check failed into the gradient
+        out.append(kept[0] if len(kept) == 1 else pt.logaddexp(*kept))
     return stacked_scalars(out)
 
 
@@ -104,14 +96,7 @@ def _is_minus_inf(value: Variable) -> bool:
     return isinstance(value, Constant) and bool(np.all(np.asarray(value.data) == -np.inf))
 
 
-def _checked(value: Variable) -> tuple[Variable, Variable] | None:
-    """``(held, x)`` where ``value`` is ``switch(held, x, -inf)``, else None."""
-    node = value.owner
-    if (node is None or not isinstance(node.op, Elemwise)
-            or not isinstance(node.op.scalar_op, ps.Switch)
-            or not _is_minus_inf(node.inputs[2])):
-        return None
-    return node.inputs[0], node.inputs[1]
+
 
 
 def weighted_total(sums: Variable, counts: np.ndarray | None) -> Variable:
@@ -134,12 +119,7 @@ def placed_by_kind(sums: Variable, kind: np.ndarray) -> Variable:
     scalars = column_scalars(sums)
     if scalars is None:
         return sums[kind]
-    # the same check on every kind's value (kind_logaddexp's): checked once, placed
-    checks = [_checked(s) for s in scalars]
-    held = checks[0][0] if all(c is not None for c in checks) else None
-    if held is not None and all(c[0] is held for c in checks):
-        scalars = [c[1] for c in checks]
     placed = pt.broadcast_to(scalars[-1], kind.shape)
     for u in range(len(scalars) - 2, -1, -1):
         placed = pt.switch(kind == u, scalars[u], placed)
-    return placed if held is None else pt.switch(held, placed, -np.inf)
+    return placed
