@@ -251,3 +251,47 @@ def test_the_exact_draw_reads_each_kind_once_and_draws_every_site_from_its_condi
     assert np.all(drawn[:, ~undetected] == 1)
     frequency = drawn[:, undetected].mean(axis=0)
     assert np.all(np.abs(frequency - occupied) <= 4 * np.sqrt(occupied * (1 - occupied) / 4000))
+
+
+def test_collapsed_nuts_with_kinds_draws_the_joint_posterior():
+    """Six occupancy sites of three kinds, three never detected, sampled by
+    ``CollapsedNUTS`` in PyMC's loop (NUTS on the sum by kind, the exact draw by kind):
+    the joint frequencies of the six sites, chain by chain, and the mean of psi match a
+    400 x 400 grid over (psi, p) times the 8 states of the undetected sites, within 4
+    Monte Carlo standard errors."""
+    import itertools
+
+    from tests.pymc.joint import assert_joint_frequencies_match
+
+    y = np.array([[1, 0, 0], [0, 0, 0], [1, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]])
+    hits, visits = y.sum(axis=1), y.shape[1]
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        p = pm.Beta("p", 2, 2)
+        z = pm.Bernoulli("z", psi, shape=6)
+        pm.Bernoulli("y", z[:, None] * p, observed=y)
+    grid = (np.arange(400) + 0.5) / 400
+    g_psi, g_p = grid[:, None], grid[None, :]
+    states = np.array(list(itertools.product((0, 1), repeat=6)))
+    weights = []
+    for state in states:
+        w = g_psi * (1 - g_psi) * g_p * (1 - g_p)  # Beta(2, 2) x Beta(2, 2)
+        for site, occupied in enumerate(state):
+            if occupied:
+                w = w * g_psi * g_p ** hits[site] * (1 - g_p) ** (visits - hits[site])
+            else:
+                w = w * (1 - g_psi) * (hits[site] == 0)
+        weights.append(w)
+    weights = np.array(weights)
+    weights /= weights.sum()
+    with model:
+        step = pmd.CollapsedNUTS()
+        idata = pm.sample(draws=3000, tune=500, chains=2, step=step, random_seed=7,
+                          progressbar=False, compute_convergence_checks=False)
+    assert_joint_frequencies_match(idata, ["z"], states, weights.sum(axis=(1, 2)))
+    import arviz as az
+
+    draws = idata.posterior["psi"]
+    exact = float((weights.sum(axis=0) * g_psi).sum())
+    mcse = float(az.mcse(draws.to_dataset())["psi"])
+    assert abs(float(draws.mean()) - exact) <= 4 * mcse
