@@ -41,7 +41,7 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.shape import Reshape, Shape
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 
-__all__ = ["AlikeSites", "each_element_at", "elements_at", "record_codes"]
+__all__ = ["AlikeSites", "each_element_at", "elements_at", "folded", "record_codes"]
 
 
 class _Rebuilt:
@@ -370,7 +370,7 @@ def _reshape_target(node) -> tuple[int, ...] | None:
     src = node.inputs[0].type.shape
     if any(s is None for s in src):
         return None
-    target = _folded(node.inputs[1])
+    target = folded(node.inputs[1])
     if target is None or len(target) != len(shape):
         return None
     dims = [int(d) for d in target]
@@ -380,7 +380,7 @@ def _reshape_target(node) -> tuple[int, ...] | None:
     return tuple(dims) if int(np.prod(dims, dtype=np.int64)) == size else None
 
 
-def _folded(var: Variable, memo: dict | None = None) -> np.ndarray | None:
+def folded(var: Variable, memo: dict | None = None) -> np.ndarray | None:
     """The value of a small graph of constants and static shapes (a reshape's target),
     computed as PyTensor computes it; None where it reads anything else."""
     memo = {} if memo is None else memo
@@ -398,7 +398,7 @@ def _fold_node(var: Variable, memo: dict) -> np.ndarray | None:
     if isinstance(node.op, Shape):
         shape = node.inputs[0].type.shape
         return None if any(s is None for s in shape) else np.asarray(shape, dtype=np.int64)
-    inputs = [_folded(inp, memo) for inp in node.inputs]
+    inputs = [folded(inp, memo) for inp in node.inputs]
     if any(i is None for i in inputs):
         return None
     storage: list[list] = [[None] for _ in node.outputs]

@@ -23,7 +23,7 @@ from pytensor.tensor.basic import MakeVector, ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import All
 
-from pymc_discrete.pymc.summing.alike_sites import each_element_at
+from pymc_discrete.pymc.summing.alike_sites import each_element_at, folded
 
 __all__ = ["SPLIT_MAX", "lean_check"]
 
@@ -64,7 +64,8 @@ def _lean_node(var: Variable, memo: dict) -> Variable:
     if isinstance(op, Elemwise) and isinstance(op.scalar_op, ps.AND) and var.type.dtype == "bool":
         return _and([_lean(i, memo) for i in node.inputs], var, memo[_KEYS])
     if isinstance(op, Elemwise) and all(isinstance(i, Constant) for i in node.inputs):
-        return _folded(var)
+        value = folded(var)  # computed as PyTensor computes it
+        return var if value is None else pt.constant(value.astype(var.type.dtype))
     return var
 
 
@@ -169,15 +170,3 @@ def _constant_value(var: Variable):
         data = np.asarray(var.data)
         return bool(data) if data.ndim == 0 else None
     return None
-
-
-def _folded(var: Variable) -> Variable:
-    """An elementwise operation of constants, computed (as PyTensor computes it)."""
-    node = var.owner
-    storage = [[None] for _ in node.outputs]
-    try:
-        node.op.perform(node, [np.asarray(i.data) for i in node.inputs], storage)
-    except Exception:  # an operation without a NumPy implementation stays
-        return var
-    value = np.asarray(storage[node.outputs.index(var)][0], dtype=var.type.dtype)
-    return pt.constant(value, dtype=var.type.dtype)
