@@ -117,3 +117,80 @@ def test_a_small_posterior_is_checked_by_pymcs_own_function():
     assert convergence_checks(idata, model, pymcs) == [] and calls == [1]
     convergence_checks(_idata(4, 300), _model(), pymcs)  # many variables: read once
     assert calls == [1]
+
+
+def _vector_idata(chains: int, draws: int, apart: bool = False, seed: int = 1):
+    """A posterior of a few variables, one of them a discrete vector whose sites repeat
+    series: sites stuck at 1 or at 0 (an occupancy model's detected sites), two sites
+    equal at every draw, and Categorical sites of a matrix variable."""
+    rng = np.random.default_rng(seed)
+    z = (rng.random((chains, draws, 30)) < 0.4).astype(np.int64)
+    z[:, :, :8], z[:, :, 8:11] = 1, 0
+    z[:, :, 20] = z[:, :, 21]
+    if apart:  # one site's chains apart: an r-hat above 1.01 on the discrete variable
+        z[:, :, 25] = (rng.random((chains, draws)) < np.linspace(0.1, 0.9, chains)[:, None])
+    labels = rng.integers(0, 3, size=(chains, draws, 4, 5))
+    labels[:, :, 0] = 2
+    post = {"psi": rng.random((chains, draws)), "z": z, "labels": labels,
+            "flags": rng.random((chains, draws, 6)) < 0.5}
+    stats = {"diverging": np.zeros((chains, draws), dtype=bool),
+             "reached_max_treedepth": np.zeros((chains, draws), dtype=bool)}
+    return azb.from_dict({"posterior": post, "sample_stats": stats},
+                         dims={"z": ["site"]}, coords={"site": np.arange(100, 130)})
+
+
+def _vector_model() -> pm.Model:
+    with pm.Model(coords={"site": np.arange(100, 130)}) as model:
+        pm.Uniform("psi")
+        pm.Bernoulli("z", 0.5, dims="site")
+        pm.Categorical("labels", np.ones(3) / 3, shape=(4, 5))
+        pm.Bernoulli("flags", 0.5, shape=6)
+    return model
+
+
+def test_repeated_discrete_series_give_arvizs_values_to_the_bit():
+    """Each distinct series of a discrete variable's sites computed once, the result
+    copied to the sites that repeat it: ArviZ's values, dims, coordinates and order."""
+    import arviz_stats
+
+    from pymc_discrete.pymc.choosing.convergence_checks import _diagnostics, _repeated_series
+
+    posterior = _vector_idata(4, 200).posterior.to_dataset()
+    names = ["psi", "z", "labels", "flags"]
+    assert _repeated_series(posterior, "z") is not None  # the path under test is taken
+    assert _repeated_series(posterior, "labels") is not None
+    assert _repeated_series(posterior, "psi") is None
+    ess, rhat = _diagnostics(posterior, names)
+    for ours, theirs in ((ess, arviz_stats.ess(posterior[names])),
+                         (rhat, arviz_stats.rhat(posterior[names]))):
+        assert list(ours.data_vars) == names
+        for name in names:
+            assert ours[name].dims == theirs[name].dims
+            np.testing.assert_array_equal(ours[name].values, theirs[name].values)
+            for dim in ours[name].dims:
+                np.testing.assert_array_equal(ours[dim].values, theirs[dim].values)
+    assert np.isnan(rhat["z"].values[:11]).all()  # stuck sites: ArviZ's NaN, passed over
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_a_small_posterior_with_a_discrete_vector_gives_pymcs_warnings(apart):
+    calls = []
+
+    def pymcs(idata, model):
+        calls.append(1)
+        return run_convergence_checks(idata, model)
+
+    model, idata = _vector_model(), _vector_idata(4, 200, apart=apart)
+    ours, theirs = convergence_checks(idata, model, pymcs), run_convergence_checks(idata, model)
+    assert calls == []  # read by the package: its repeated series computed once
+    assert [(w.kind, w.message, w.level) for w in ours] == \
+        [(w.kind, w.message, w.level) for w in theirs]
+    assert any("rhat statistic" in w.message for w in ours) == apart
+    for mine, pymcs_warning in zip(ours, theirs):
+        if pymcs_warning.extra is None:
+            assert mine.extra is None
+            continue
+        assert list(mine.extra.data_vars) == list(pymcs_warning.extra.data_vars)
+        for name in pymcs_warning.extra.data_vars:
+            np.testing.assert_array_equal(mine.extra[name].values,
+                                          pymcs_warning.extra[name].values)

@@ -12,8 +12,9 @@ same chain written vectorised).
 While :func:`~pymc_discrete.register` is in effect, :func:`convergence_checks` makes the
 same checks on a posterior of many variables with the group read once: the same
 variables, ArviZ's same functions on the same arrays, the same thresholds in the same
-order, so the same warnings. A posterior of few variables is checked by PyMC's own
-function.
+order, so the same warnings. A discrete variable's repeated element series (sites that
+take the same value at every draw) are computed once. A posterior of few variables, none
+of them a discrete variable of several elements, is checked by PyMC's own function.
 """
 
 from __future__ import annotations
@@ -56,16 +57,75 @@ def _checked_names(model, posterior: xr.Dataset) -> list[str]:
 def _diagnostics(posterior: xr.Dataset, names: list[str]) -> tuple[xr.Dataset, xr.Dataset]:
     """ArviZ's bulk ESS and r-hat of each variable ``names`` of ``posterior``, computed
     on groups of :data:`MANY_VARIABLES` variables (taking a variable out of a dataset
-    measures every other, so one call on all of them grows with their square); each
+    measures every other, so one call on all of them grows with their square), and a
+    discrete variable's on its distinct element series (:func:`_repeated_series`); each
     variable's values are ArviZ's, computed on its own."""
     import arviz_stats
 
-    ess, rhat = [], []
-    for start in range(0, len(names), MANY_VARIABLES):
-        part = posterior[names[start:start + MANY_VARIABLES]]
+    ess, rhat, plain, repeats = [], [], [], False
+    for name in names:
+        repeated = _repeated_series(posterior, name)
+        if repeated is None:
+            plain.append(name)
+            continue
+        distinct, expand = repeated
+        ess.append(expand(arviz_stats.ess(distinct)))
+        rhat.append(expand(arviz_stats.rhat(distinct)))
+        repeats = True
+    for start in range(0, len(plain), MANY_VARIABLES):
+        part = posterior[plain[start:start + MANY_VARIABLES]]
         ess.append(arviz_stats.ess(part))
         rhat.append(arviz_stats.rhat(part))
-    return xr.merge(ess, join="outer"), xr.merge(rhat, join="outer")
+    ess, rhat = xr.merge(ess, join="outer"), xr.merge(rhat, join="outer")
+    if repeats:  # PyMC's order of the variables, which its warnings show
+        ess, rhat = ess[names], rhat[names]
+    return ess, rhat
+
+
+def _discrete_elements(variable: xr.Variable) -> bool:
+    """Whether ``variable`` is drawn (chain, draw) and is discrete, of several elements a
+    draw: the variables whose repeated element series :func:`_repeated_series` finds."""
+    return (variable.dtype.kind in "biu" and variable.ndim >= 3
+            and variable.dims[:2] == ("chain", "draw"))
+
+
+def _repeated_series(posterior: xr.Dataset, name: str
+                     ) -> tuple[xr.DataArray, Callable[[xr.DataArray], xr.Dataset]] | None:
+    """A discrete variable's distinct element series, and how to put a result over them
+    back at every element (a dataset of the variable alone), or None where no series
+    repeats (or the variable is continuous, or has one element a draw).
+
+    ArviZ computes a variable's ESS and r-hat element by element in Python (0.4 s for
+    300 binary sites of 4 x 1,000 draws), and its result at an element is a function of
+    that element's (chain, draw) series alone. A discrete variable's elements often
+    repeat a series (an occupancy model's detected sites are 1 at every draw), so each
+    distinct series is computed once, in the variable's own layout (chain, draw,
+    element), and its result copied to the elements that repeat it: the same values, to
+    the bit (tested).
+    """
+    variable = posterior.variables[name]  # no DataArray: that would measure every other
+    if not _discrete_elements(variable):
+        return None
+    array = np.asarray(variable.values)
+    chains, draws = array.shape[:2]
+    flat = array.reshape(chains, draws, -1)
+    series = np.ascontiguousarray(np.moveaxis(flat, 2, 0)).reshape(flat.shape[2], -1)
+    first: dict[bytes, int] = {}
+    which = np.fromiter((first.setdefault(row.tobytes(), len(first)) for row in series),
+                        dtype=np.intp, count=len(series))
+    if len(first) == len(series):
+        return None
+    representatives = np.unique(which, return_index=True)[1]
+    distinct = xr.DataArray(flat[:, :, representatives], dims=("chain", "draw", "series"),
+                            name=name)
+    dims = variable.dims[2:]
+    coords = {dim: posterior.coords[dim] for dim in dims if dim in posterior.coords}
+
+    def expand(result: xr.DataArray) -> xr.Dataset:
+        per_element = np.asarray(result.values)[which].reshape(variable.shape[2:])
+        return xr.Dataset({name: (dims, per_element)}, coords=coords)
+
+    return distinct, expand
 
 
 def _extreme(results: xr.Dataset, name: str, pick: np.ufunc) -> float:
@@ -87,7 +147,8 @@ def convergence_checks(idata, model, pymc_checks: Callable = run_convergence_che
         The model sampled.
     pymc_checks : callable, optional
         PyMC's own ``run_convergence_checks``, used for a posterior of fewer than
-        :data:`MANY_VARIABLES` variables (and where there is no posterior).
+        :data:`MANY_VARIABLES` variables none of which is a discrete variable of several
+        elements (and where there is no posterior).
 
     Returns
     -------
@@ -105,7 +166,8 @@ def convergence_checks(idata, model, pymc_checks: Callable = run_convergence_che
     []
     """
     group = idata.get("posterior") if hasattr(idata, "posterior") else None
-    if group is None or len(group.data_vars) < MANY_VARIABLES:
+    if group is None or (len(group.data_vars) < MANY_VARIABLES
+                         and not any(_discrete_elements(v) for v in group.variables.values())):
         return pymc_checks(idata, model)
     posterior = group.to_dataset()
     warnings = [*warn_divergences(idata), *warn_treedepth(idata)]
@@ -143,7 +205,8 @@ def convergence_checks(idata, model, pymc_checks: Callable = run_convergence_che
 
 def wrap_convergence_checks(pymc_checks: Callable) -> Callable:
     """``pymc_checks`` (PyMC's ``run_convergence_checks``) made by
-    :func:`convergence_checks`: PyMC's own below :data:`MANY_VARIABLES` variables."""
+    :func:`convergence_checks`: PyMC's own below :data:`MANY_VARIABLES` variables where
+    none is a discrete variable of several elements."""
 
     def checks(idata, model) -> list[SamplerWarning]:
         return convergence_checks(idata, model, pymc_checks)
