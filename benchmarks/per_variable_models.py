@@ -3,6 +3,10 @@ BUGS, JAGS and nimble users write them) and vectorised, for ``run_per_variable``
 
 * ``hmm``: a Gaussian hidden Markov chain of ``n`` steps, 3 states, free means and scale;
 * ``occupancy``: ``n`` sites, 4 visits each, free occupancy and detection probabilities;
+* ``occupancy_visits``: the same, each site's observed row given the model's dimension
+  ``visit`` (``dims="visit"``) instead of a dimension of its own (``y_i_dim_0``), which
+  ArviZ names for it: the user's remedy for PyMC's InferenceData of a thousand observed
+  rows (xarray aligns a dataset's indexed dimensions against each other);
 * ``ising``: an ``n`` x ``n`` lattice of Bernoulli spins with a fixed field and coupling,
   one Potential per edge in the per-variable phrasing.
 
@@ -20,7 +24,7 @@ import pytensor.tensor as pt
 
 __all__ = ["KINDS", "build", "statistics"]
 
-KINDS = ("hmm", "occupancy", "ising")
+KINDS = ("hmm", "occupancy", "occupancy_visits", "ising")
 K = 3
 _P = np.full((K, K), 0.05) + 0.85 * np.eye(K)
 P = _P / _P.sum(axis=1, keepdims=True)
@@ -36,7 +40,7 @@ def _data(kind: str, n: int) -> dict:
         for _ in range(n - 1):
             states.append(rng.choice(K, p=P[states[-1]]))
         return {"y": rng.normal(MEANS[states], 0.8)}
-    if kind == "occupancy":
+    if kind in ("occupancy", "occupancy_visits"):
         occupied = rng.random(n) < 0.6
         return {"y": (rng.random((n, VISITS)) < 0.4) & occupied[:, None]}
     return {"field": rng.normal(scale=0.2, size=(n, n))}
@@ -46,7 +50,8 @@ def build(kind: str, n: int, per_variable: bool) -> pm.Model:
     """The model ``kind`` with ``n`` sites (an ``n`` x ``n`` lattice), one variable per
     site or vectorised."""
     data = _data(kind, n)
-    with pm.Model() as model:
+    coords = {"visit": np.arange(VISITS)} if kind == "occupancy_visits" else {}
+    with pm.Model(coords=coords) as model:
         if kind == "hmm":
             y = data["y"]
             mu = pm.Normal("mu", MEANS, 1.0, shape=K)
@@ -62,14 +67,15 @@ def build(kind: str, n: int, per_variable: bool) -> pm.Model:
                 pm.Potential("chain", pt.sum(pt.log(pt.as_tensor(P))[z[:-1], z[1:]])
                              - (n - 1) * np.log(1.0 / K))
                 pm.Normal("y", mu[z], sigma, observed=y)
-        elif kind == "occupancy":
+        elif kind in ("occupancy", "occupancy_visits"):
             y = data["y"]
+            visits = {"dims": "visit"} if kind == "occupancy_visits" else {}
             psi = pm.Beta("psi", 1.0, 1.0)
             p = pm.Beta("p", 1.0, 1.0)
             if per_variable:
                 for i in range(n):
                     z = pm.Bernoulli(f"z_{i}", psi)
-                    pm.Bernoulli(f"y_{i}", z * p, observed=y[i])
+                    pm.Bernoulli(f"y_{i}", z * p, observed=y[i], **visits)
             else:
                 z = pm.Bernoulli("z", psi, shape=n)
                 pm.Bernoulli("y", z[:, None] * p, observed=y)
@@ -101,7 +107,7 @@ def statistics(kind: str, posterior, n: int, per_variable: bool) -> dict[str, np
         mu = np.asarray(posterior["mu"])
         return {**{f"mu[{k}]": mu[..., k] for k in range(K)},
                 "sigma": np.asarray(posterior["sigma"])}
-    if kind == "occupancy":
+    if kind in ("occupancy", "occupancy_visits"):
         return {"psi": np.asarray(posterior["psi"]), "p": np.asarray(posterior["p"])}
     if per_variable:
         total = sum(np.asarray(posterior[f"x_{i}_{j}"], dtype=float)
