@@ -148,12 +148,17 @@ def _vector_model() -> pm.Model:
     return model
 
 
-def test_repeated_discrete_series_give_arvizs_values_to_the_bit():
+@pytest.mark.parametrize("chunk", [1024, 7])
+def test_repeated_discrete_series_give_arvizs_values_to_the_bit(chunk, monkeypatch):
     """Each distinct series of a discrete variable's sites computed once, the result
-    copied to the sites that repeat it: ArviZ's values, dims, coordinates and order."""
+    copied to the sites that repeat it: ArviZ's values, dims, coordinates and order
+    (the series read for repeats in one chunk, and in chunks of 7 sites)."""
     import arviz_stats
 
+    from pymc_discrete.pymc.choosing import convergence_checks as checks
     from pymc_discrete.pymc.choosing.convergence_checks import _diagnostics, _repeated_series
+
+    monkeypatch.setattr(checks, "_SERIES_CHUNK", chunk)
 
     posterior = _vector_idata(4, 200).posterior.to_dataset()
     names = ["psi", "z", "labels", "flags"]
@@ -170,6 +175,15 @@ def test_repeated_discrete_series_give_arvizs_values_to_the_bit():
             for dim in ours[name].dims:
                 np.testing.assert_array_equal(ours[dim].values, theirs[dim].values)
     assert np.isnan(rhat["z"].values[:11]).all()  # stuck sites: ArviZ's NaN, passed over
+
+
+def test_a_discrete_variable_too_large_to_copy_is_checked_element_by_element(monkeypatch):
+    from pymc_discrete.pymc.choosing import convergence_checks as checks
+
+    posterior = _vector_idata(4, 200).posterior.to_dataset()
+    monkeypatch.setattr(checks, "REPEATS_MAX_BYTES", posterior["z"].nbytes - 1)
+    assert checks._repeated_series(posterior, "z") is None
+    assert checks._repeated_series(posterior, "labels") is not None  # smaller
 
 
 @pytest.mark.parametrize("apart", [False, True])

@@ -38,6 +38,13 @@ __all__ = ["convergence_checks", "wrap_convergence_checks", "MANY_VARIABLES"]
 #: function runs (its reads cost little there)
 MANY_VARIABLES = 50
 
+#: a discrete variable larger than this is checked element by element as ArviZ does:
+#: its distinct series would be a copy of up to its size
+REPEATS_MAX_BYTES = 2**28
+
+#: element series read for repeats at a time (a bounded copy)
+_SERIES_CHUNK = 1024
+
 
 def _checked_names(model, posterior: xr.Dataset) -> list[str]:
     """The free variables PyMC checks: by their untransformed name where the model has
@@ -106,14 +113,19 @@ def _repeated_series(posterior: xr.Dataset, name: str
     variable = posterior.variables[name]  # no DataArray: that would measure every other
     if not _discrete_elements(variable):
         return None
+    if variable.nbytes > REPEATS_MAX_BYTES:
+        return None
     array = np.asarray(variable.values)
     chains, draws = array.shape[:2]
     flat = array.reshape(chains, draws, -1)
-    series = np.ascontiguousarray(np.moveaxis(flat, 2, 0)).reshape(flat.shape[2], -1)
+    n = flat.shape[2]
     first: dict[bytes, int] = {}
-    which = np.fromiter((first.setdefault(row.tobytes(), len(first)) for row in series),
-                        dtype=np.intp, count=len(series))
-    if len(first) == len(series):
+    which = np.empty(n, dtype=np.intp)
+    for start in range(0, n, _SERIES_CHUNK):  # element series a chunk at a time
+        chunk = np.ascontiguousarray(np.moveaxis(flat[:, :, start:start + _SERIES_CHUNK], 2, 0))
+        for offset, series in enumerate(chunk):
+            which[start + offset] = first.setdefault(series.tobytes(), len(first))
+    if len(first) == n:
         return None
     representatives = np.unique(which, return_index=True)[1]
     distinct = xr.DataArray(flat[:, :, representatives], dims=("chain", "draw", "series"),
