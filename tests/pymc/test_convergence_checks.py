@@ -154,22 +154,23 @@ def _vector_model() -> pm.Model:
 
 
 @pytest.mark.parametrize("chunk", [1024, 7])
-def test_repeated_discrete_series_give_arvizs_values_to_the_bit(chunk, monkeypatch):
-    """Each distinct series of a discrete variable's sites computed once, the result
-    copied to the sites that repeat it: ArviZ's values, dims, coordinates and order
-    (the series read for repeats in one chunk, and in chunks of 7 sites)."""
+def test_discrete_variables_give_arvizs_values_to_the_bit(chunk, monkeypatch):
+    """Each distinct series of a discrete variable's sites diagnosed once, all at once,
+    the result copied to the sites that repeat it: ArviZ's values, dims, coordinates and
+    order (the series read and diagnosed in one chunk, and in chunks of 7 sites)."""
     import arviz_stats
 
     from pymc_discrete.pymc.choosing import convergence_checks as checks
-    from pymc_discrete.pymc.choosing.convergence_checks import _diagnostics, _repeated_series
+    from pymc_discrete.pymc.choosing.convergence_checks import _diagnostics, _distinct_series
 
     monkeypatch.setattr(checks, "_SERIES_CHUNK", chunk)
 
     posterior = _vector_idata(4, 200).posterior.to_dataset()
     names = ["psi", "z", "labels", "flags"]
-    assert _repeated_series(posterior, "z") is not None  # the path under test is taken
-    assert _repeated_series(posterior, "labels") is not None
-    assert _repeated_series(posterior, "psi") is None
+    assert len(_distinct_series(posterior, "z")[0]) < 30  # repeats found
+    assert len(_distinct_series(posterior, "labels")[0]) < 20
+    assert len(_distinct_series(posterior, "flags")[0]) == 6  # none: still all at once
+    assert _distinct_series(posterior, "psi") is None
     ess, rhat = _diagnostics(posterior, names)
     for ours, theirs in ((ess, arviz_stats.ess(posterior[names])),
                          (rhat, arviz_stats.rhat(posterior[names]))):
@@ -187,8 +188,8 @@ def test_a_discrete_variable_too_large_to_copy_is_checked_element_by_element(mon
 
     posterior = _vector_idata(4, 200).posterior.to_dataset()
     monkeypatch.setattr(checks, "REPEATS_MAX_BYTES", posterior["z"].nbytes - 1)
-    assert checks._repeated_series(posterior, "z") is None
-    assert checks._repeated_series(posterior, "labels") is not None  # smaller
+    assert checks._distinct_series(posterior, "z") is None
+    assert checks._distinct_series(posterior, "labels") is not None  # smaller
 
 
 @pytest.mark.parametrize("apart", [False, True])

@@ -21,6 +21,7 @@ from pymc.step_methods.hmc.base_hmc import BaseHMC
 from pymc_discrete.pymc.choosing.recommend import Recommendation, recommend, recommend_counts
 from pymc_discrete.pymc.choosing.stacked_nuts import has_stacked_logp, stacked_nuts
 from pymc_discrete.pymc.model.counts import is_count
+from pymc_discrete.pymc.model.creation_traces import untraced
 from pymc_discrete.pymc.model.setup_progress import listed
 from pymc_discrete.pymc.model.validation import site_support_problem
 from pymc_discrete.pymc.steps.albp import ALBP
@@ -119,6 +120,7 @@ class AutoStep(BlockedStep):
 
     name = "nuts"
 
+    @untraced
     def __new__(cls, vars=None, model=None, initial_point=None, compile_kwargs=None,
                 **kwargs):
         model = modelcontext(model)

@@ -10,8 +10,9 @@ the continuous relaxation for gradient proposals (``relaxation``, compiled by
 structure with ``structure_reading``; gathers and unary pieces made cheap by
 ``batched_gathers`` and ``unary_tables``), latent counts and their window (``counts``),
 the pairing of an indicator with its coefficients (``pairing``), the checks of what a
-user hands over (``validation``), what an evaluation costs (``step_cost``) and a long
-set-up's progress (``setup_progress``).
+user hands over (``validation``), what an evaluation costs (``step_cost``), a long
+set-up's progress (``setup_progress``) and graphs built without PyTensor's creation
+stacks (``creation_traces``).
 
 May import: PyMC, PyTensor, :mod:`pymc_discrete.kernels`, :mod:`pymc_discrete.adaptation`
 and :mod:`pymc_discrete.pymc.exceptions`. Never the steps, summing out or choosing.

@@ -29,6 +29,7 @@ from pymc_discrete.kernels.structure import (
 )
 from pymc_discrete.pymc.model.batched_gathers import flatten_batched_gathers
 from pymc_discrete.pymc.model.compiled import CompiledExactRatios, CompiledTerms
+from pymc_discrete.pymc.model.creation_traces import untraced
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.setup_progress import SetupProgress, listed
 from pymc_discrete.pymc.model.stacking import join_block_inputs
@@ -99,6 +100,7 @@ class ExactRatios(StructureReading):
         analysis treats coarsely).
     """
 
+    @untraced
     def __init__(
         self, model, value_vars, point, shared, compile_kwargs=None, seed=0, n_categories=None,
         offsets=None, within_values: bool = True,

@@ -42,6 +42,7 @@ from pytensor.graph.replace import clone_replace
 
 from pymc_discrete.kernels.gibbs import update_colour
 from pymc_discrete.pymc.model.counts import count_exact_ratios, is_count
+from pymc_discrete.pymc.model.creation_traces import untraced
 from pymc_discrete.pymc.model.exact import ExactRatios
 from pymc_discrete.pymc.model.reproducible import compile_function
 from pymc_discrete.pymc.model.validation import block_value_vars, check_discrete_block
@@ -256,6 +257,7 @@ class CollapsedNUTS(CompoundStep):
     ...                       progressbar=False)  # doctest: +SKIP
     """
 
+    @untraced
     def __init__(self, vars=None, continuous=None, *, model=None, initial_point=None,
                  compile_kwargs: dict | None = None, exact_ratios: ExactRatios | None = None,
                  **nuts_kwargs) -> None:

@@ -55,6 +55,7 @@ from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.type import TensorType
 
+from pymc_discrete.pymc.model.creation_traces import untraced
 from pymc_discrete.pymc.summing.summed_block import (
     SummedBlock,
     cached_summed_block,
@@ -76,6 +77,7 @@ def _unwrapped(graph: Variable, keep: dict) -> Variable:
         graph = clone_replace(graph, {v: v.owner.inputs[0] for v in wrapped})
 
 
+@untraced
 def marginalize(model, *, count_width: int | None = None) -> object:
     """The model with its discrete variables summed out: a :class:`pymc.Model` over the
     continuous variables whose log density is the exact sum over the discrete ones.
