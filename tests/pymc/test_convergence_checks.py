@@ -164,6 +164,7 @@ def test_discrete_variables_give_arvizs_values_to_the_bit(chunk, monkeypatch):
     from pymc_discrete.pymc.choosing.convergence_checks import _diagnostics, _distinct_series
 
     monkeypatch.setattr(checks, "_SERIES_CHUNK", chunk)
+    monkeypatch.setattr(checks, "_DIAGNOSED_VALUES", chunk * 4 * 200)  # chunk series a batch
 
     posterior = _vector_idata(4, 200).posterior.to_dataset()
     names = ["psi", "z", "labels", "flags"]
@@ -181,6 +182,13 @@ def test_discrete_variables_give_arvizs_values_to_the_bit(chunk, monkeypatch):
             for dim in ours[name].dims:
                 np.testing.assert_array_equal(ours[dim].values, theirs[dim].values)
     assert np.isnan(rhat["z"].values[:11]).all()  # stuck sites: ArviZ's NaN, passed over
+
+
+def test_a_discrete_variable_of_no_elements_is_left_to_arviz():
+    from pymc_discrete.pymc.choosing.convergence_checks import _distinct_series
+
+    empty = azb.from_dict({"posterior": {"z": np.zeros((4, 200, 0), dtype=np.int64)}})
+    assert _distinct_series(empty.posterior.to_dataset(), "z") is None
 
 
 def test_a_discrete_variable_too_large_to_copy_is_checked_element_by_element(monkeypatch):

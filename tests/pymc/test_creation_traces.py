@@ -38,3 +38,34 @@ def test_a_limit_the_user_set_is_left_as_it_is(limit):
             assert config.traceback__limit == limit
         doubled, seen = _doubled(pt.dscalar("x"))
         assert seen == limit and doubled.tag.trace
+
+
+def test_overlapping_entries_restore_the_limit_found_by_the_first():
+    """Entries that overlap (nested calls, or threads whose calls interleave) leave the
+    limit at 0 until the last exits, which restores the default, not the 0 it saw."""
+    import threading
+
+    first, second = without_creation_traces(), without_creation_traces()
+    first.__enter__()
+    second.__enter__()  # sees 0: it must not restore 0
+    first.__exit__(None, None, None)
+    assert config.traceback__limit == 0  # the second is still inside
+    second.__exit__(None, None, None)
+    assert config.traceback__limit == 8
+
+    inside, release = threading.Event(), threading.Event()
+
+    def builder():
+        with without_creation_traces():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=builder)
+    thread.start()
+    inside.wait(10)
+    with without_creation_traces():
+        assert config.traceback__limit == 0
+    assert config.traceback__limit == 0  # the other thread is still inside
+    release.set()
+    thread.join(10)
+    assert config.traceback__limit == 8

@@ -46,8 +46,12 @@ MANY_VARIABLES = 50
 #: distinct series would be a copy of up to its size
 REPEATS_MAX_BYTES = 2**28
 
-#: element series read for repeats, and diagnosed, at a time (a bounded copy)
+#: element series read for repeats at a time (a bounded copy)
 _SERIES_CHUNK = 1024
+
+#: values (series x chains x draws) diagnosed at a time: the batched diagnostics hold
+#: about 80 bytes a value (scores, padded spectra), so about 85 MB at most
+_DIAGNOSED_VALUES = 2**20
 
 
 def _checked_names(model, posterior: xr.Dataset) -> list[str]:
@@ -81,8 +85,9 @@ def _diagnostics(posterior: xr.Dataset, names: list[str]) -> tuple[xr.Dataset, x
             plain.append(name)
             continue
         series, expand = distinct
-        results = [bulk_ess_and_rank_rhat(series[start:start + _SERIES_CHUNK])
-                   for start in range(0, len(series), _SERIES_CHUNK)]
+        step = max(1, _DIAGNOSED_VALUES // series[0].size)
+        results = [bulk_ess_and_rank_rhat(series[start:start + step])
+                   for start in range(0, len(series), step)]
         ess.append(expand(np.concatenate([result[0] for result in results])))
         rhat.append(expand(np.concatenate([result[1] for result in results])))
         reordered = True
@@ -123,6 +128,8 @@ def _distinct_series(posterior: xr.Dataset, name: str
     chains, draws = array.shape[:2]
     flat = array.reshape(chains, draws, -1)
     n = flat.shape[2]
+    if n == 0:
+        return None
     first: dict[bytes, int] = {}
     which = np.empty(n, dtype=np.intp)
     series = []
@@ -131,7 +138,7 @@ def _distinct_series(posterior: xr.Dataset, name: str
         for offset, element in enumerate(chunk):
             which[start + offset] = first.setdefault(element.tobytes(), len(first))
             if which[start + offset] == len(series):
-                series.append(element)
+                series.append(element.copy())  # not a view holding its whole chunk
     dims = variable.dims[2:]
     coords = {dim: posterior.coords[dim] for dim in dims if dim in posterior.coords}
 

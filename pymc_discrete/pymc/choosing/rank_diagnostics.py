@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from scipy.fft import next_fast_len
+from scipy.fftpack import next_fast_len  # ArviZ's: 2, 3 and 5 only (scipy.fft's adds 7, 11)
 
 __all__ = ["bulk_ess_and_rank_rhat"]
 
