@@ -149,7 +149,7 @@ def _ess(z: np.ndarray) -> np.ndarray:
             rho[keep, t + 2] = odd[keep]
             last[running] = t  # the last t a series ran; ArviZ's max_t is t + 2 - 2
             t += 2
-        max_t = np.where(last >= 0, last, -1)  # a series that never ran: t = 1, max_t = -1
+        max_t = last  # a series that never ran: ArviZ's t = 1, max_t = -1
         improve = even > 0
         rho[improve, max_t[improve] + 1] = even[improve]
         t = 1

@@ -41,9 +41,9 @@ from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import find_rng_nodes, replace_rng_nodes, reseed_rngs
 from pymc.util import get_transformed_name
 from pytensor.compile.mode import Mode
-from pytensor.configdefaults import config
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 
+from pymc_discrete.pymc.model.creation_traces import without_creation_traces
 from pymc_discrete.pymc.model.graph_evaluation import graph_evaluator
 from pymc_discrete.pymc.model.initial_point_templates import templated_initial_point
 
@@ -63,7 +63,7 @@ def plain_initial_point_function(model) -> Callable:
     # the expression's nodes record no traceback: extracting one for every new node is a
     # large part of building a graph of every variable (profiled), and a failure falls
     # back to PyMC's own function, which records them
-    with config.change_flags(traceback__limit=0):
+    with without_creation_traces():
         expressions = make_initial_point_expression(
             free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
             initval_strategies=dict(model.rvs_to_initial_values), jitter_rvs=None,
