@@ -52,7 +52,10 @@ def _discrete_states(model) -> tuple[list[str], list[dict]]:
         elif op == "CategoricalRV":
             values = list(range(int(rv.owner.inputs[-1].shape[-1].eval())))
         else:  # DiscreteUniform
-            lower, upper = (int(x.eval()) for x in rv.owner.inputs[-2:])
+            # bounds that differ by site: the widest range (values outside a site's
+            # own have probability 0 and add nothing to the sum)
+            lower, upper = (x.eval() for x in rv.owner.inputs[-2:])
+            lower, upper = int(np.min(lower)), int(np.max(upper))
             values = list(range(lower, upper + 1))
         ranges.append((name, np.shape(point[name]), values))
     sites = [(name, shape, values) for name, shape, values in ranges

@@ -3,7 +3,8 @@
 ``collapsible`` says whether a block can be summed out and over which values,
 ``marginal`` builds the summed-out log density of a block of independent sites
 (``distinct_terms`` evaluates each distinct term once and sums alike sites once, from the
-records ``alike_sites`` reads off the graph),
+records ``alike_sites`` reads off the graph; ``broadcast_states`` lays the states along
+a broadcast axis where they only select parameters, as a hand-written mixture does),
 ``chain_sum`` that of a chain (the forward algorithm), ``count_sum`` that of latent counts
 over a checked window (and their exact draw), and ``collapsed_nuts`` holds the step,
 :class:`~pymc_discrete.pymc.summing.collapsed_nuts.CollapsedNUTS`: NUTS on the marginal,

@@ -42,6 +42,7 @@ from pymc_discrete.pymc.model.terms import (
     without_checks,
 )
 from pymc_discrete.pymc.summing.alike_sites import AlikeSites
+from pymc_discrete.pymc.summing.broadcast_states import narrowed
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
 from pymc_discrete.pymc.summing.distinct_terms import (
     PieceAtStates,
@@ -194,13 +195,15 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         raise NotCollapsible(f"the block's terms number {sum(sizes)} in the graph and "
                              f"{owner.size} in its structure")
     owns = np.split(owner, np.cumsum(sizes)[:-1])
-    by_state = k <= SEPARATE_STATES_MAX
+    graphs = [*unchecked, *helds]
+    replace = states_as_constants(value_vars, point, values, graphs)
+    batched = narrowed(vectorize_graph(graphs, replace=replace), list(replace.values()))
+    by_state = batched is None and k <= SEPARATE_STATES_MAX
     if by_state:
         # one copy of the graph per state: where every site takes the same value v, the
         # block is a constant fill of v, which PyTensor's rewrites push out of the
         # elementwise terms (log(v * p) becomes a scalar log of p), cheaper than one graph
         # over a (K, N) constant
-        graphs = [*unchecked, *helds]
         reads = site_reads(graphs, value_vars, point)
         rows = [_single_value_gathers(copy_replacing(
                     graphs, _state(value_vars, point, values[v], reads), keep_types=True))
@@ -209,11 +212,11 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         at_states = [PieceAtStates(k, size, rows=[row[p] for row in rows])
                      for p, size in enumerate(sizes)]
     else:
-        # many values (a switch point over 111 years, a window of counts): one vectorised
-        # graph, K copies would take minutes to compile
-        graphs = [*unchecked, *helds]
-        batched = vectorize_graph(graphs, replace=states_as_constants(value_vars, point,
-                                                                      values, graphs))
+        # the states along a broadcast axis where they only select parameters (a
+        # mixture's labels); else (a switch point over 111 years, a window of counts) one
+        # vectorised graph over them, where K copies would take minutes to compile
+        if batched is None:
+            batched = vectorize_graph(graphs, replace=replace)
         at_states = [PieceAtStates(k, size, batched=batched[p])
                      for p, size in enumerate(sizes)]
         checks = batched[len(pieces):]

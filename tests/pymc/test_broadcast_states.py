@@ -1,0 +1,149 @@
+"""A block's terms at K states with the states along a broadcast axis
+(``pymc/summing/broadcast_states.py``): the narrowed graph has the values of the
+vectorised one wherever it is built, is refused where a state's value meets full-size data
+(where per-state copies fold it), and the summed-out models it builds equal log-sum-exp
+over every discrete state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.traversal import toposort
+
+import pymc_discrete as pmd
+from pymc_discrete.pymc.model.terms import block_pieces, states_as_constants, without_checks
+from pymc_discrete.pymc.summing.broadcast_states import narrowed
+from tests.pymc.test_marginal_model import _assert_sum_over_every_state
+
+Y = np.array([[-1.2, 0.4], [0.3, -0.1], [0.3, -0.1], [1.9, 0.8]])
+GATHERS = {"AdvancedSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor",
+           "AdvancedIncSubtensor1"}
+
+
+def _gaussian_mixture():
+    """Three diagonal Gaussians in two dimensions, labels with learned weights."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(3))
+        mu = pm.Normal("mu", 0.0, 1.0, shape=(3, 2))
+        sigma = pm.HalfNormal("sigma", 1.0, shape=(3, 2))
+        z = pm.Categorical("z", w, shape=len(Y))
+        pm.Normal("y", mu[z], sigma[z], observed=Y)
+    return model
+
+
+def _site_weights():
+    """Each site with its own label probabilities (a Categorical of a (N, K) p)."""
+    with pm.Model() as model:
+        logits = pm.Normal("logits", 0.0, 1.0, shape=(len(Y), 3))
+        mu = pm.Normal("mu", [-1.0, 0.0, 1.0], 1.0)
+        z = pm.Categorical("z", pt.special.softmax(logits, axis=-1), shape=len(Y))
+        pm.Normal("y", mu[z], 0.7, observed=Y[:, 0])
+    return model
+
+
+def _offset_labels():
+    """Labels 1..3 (a DiscreteUniform) reading their component as ``mu[z - 1]``."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", [-1.0, 0.0, 1.0], 1.0)
+        z = pm.DiscreteUniform("z", 1, 3, shape=len(Y))
+        pm.Normal("y", mu[z - 1], 0.7, observed=Y[:, 0])
+    return model
+
+
+def _two_components():
+    """A binary label with a shared probability selecting one of two means."""
+    with pm.Model() as model:
+        p = pm.Beta("p", 2.0, 2.0)
+        mu = pm.Normal("mu", [-1.0, 1.0], 1.0)
+        z = pm.Bernoulli("z", p, shape=len(Y))
+        pm.Normal("y", mu[z], 0.7, observed=Y[:, 0])
+    return model
+
+
+def _indicator():
+    """An indicator against per-site data (``z * psi_i``): the states' values meet
+    full-size data, so the graph is not narrowed."""
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2.0, 2.0, shape=len(Y))
+        z = pm.Bernoulli("z", psi, shape=len(Y))
+        pm.Normal("y", 2.0 * z, 1.0, observed=Y[:, 0])
+    return model
+
+
+NARROWED = {"gaussian mixture": (_gaussian_mixture, 3), "site weights": (_site_weights, 3),
+            "offset labels": (_offset_labels, 3), "two components": (_two_components, 2)}
+
+
+def _block_graphs(model, values):
+    """The block's pieces and checks vectorised over the (K, N) ``values``, and the
+    state constants they read."""
+    z = model.rvs_to_values[model["z"]]
+    pieces, _ = block_pieces(model, [z])
+    graphs = [g for piece in pieces for g in without_checks(piece, [z])]
+    replace = states_as_constants([z], model.initial_point(), values, graphs)
+    return vectorize_graph(graphs, replace=replace), list(replace.values())
+
+
+def _values_at(model, graphs, seed):
+    """``graphs`` evaluated at a random point of the model's continuous values."""
+    inputs = [v for v in model.value_vars if v.name != "z"]
+    rng = np.random.default_rng(seed)
+    point = model.initial_point()
+    given = [point[v.name] + rng.normal(0.0, 0.5, np.shape(point[v.name])) for v in inputs]
+    function = pytensor.function(inputs, graphs, on_unused_input="ignore")
+    return function(*given)
+
+
+@pytest.mark.parametrize("name", list(NARROWED))
+def test_narrowed_graphs_equal_the_vectorised_ones(name):
+    """With every site at v in state v, the narrowed graphs have the vectorised graphs'
+    values at random points, and gather nothing by the states (a run of states reads a
+    slice of the parameters)."""
+    build, k = NARROWED[name]
+    model = build()
+    offset = 1 if name == "offset labels" else 0
+    values = np.repeat(np.arange(k)[:, None] + offset, len(Y), axis=1)
+    graphs, states = _block_graphs(model, values)
+    narrow = narrowed(graphs, states)
+    assert narrow is not None
+    assert [g.type for g in narrow] == [g.type for g in graphs]
+    reads_states = {node for node in toposort(narrow)
+                    if any(i in states for i in node.inputs)}
+    assert not reads_states, "the full (K, N) state constant is still read"
+    for seed in range(3):
+        for mine, reference in zip(_values_at(model, narrow, seed),
+                                   _values_at(model, graphs, seed)):
+            np.testing.assert_allclose(mine, reference, rtol=1e-12, atol=0)
+
+
+def test_a_value_against_full_size_data_is_not_narrowed():
+    """``z * 2`` against per-site data and a Bernoulli's switch against per-site
+    probabilities: per-state copies fold those, so no narrowed graph is offered."""
+    values = np.repeat(np.arange(2)[:, None], len(Y), axis=1)
+    graphs, states = _block_graphs(_indicator(), values)
+    assert narrowed(graphs, states) is None
+
+
+def test_states_that_differ_by_site_are_not_narrowed():
+    """States whose sites take different values (no broadcast axis) are left alone."""
+    values = np.array([[0, 1, 2, 0], [1, 2, 0, 1], [2, 0, 1, 2]])
+    graphs, states = _block_graphs(_gaussian_mixture(), values)
+    assert narrowed(graphs, states) is None
+
+
+@pytest.mark.parametrize("name", list(NARROWED))
+def test_the_summed_out_model_is_the_sum_over_every_state(name):
+    """The models summed out through narrowed graphs equal log-sum-exp over every
+    labelling, to 1e-9; the mixture's compiled log density and gradient gather nothing."""
+    model = NARROWED[name][0]()
+    summed = pmd.marginalize(model)
+    _assert_sum_over_every_state(model, summed, seed=2, points=3)
+    if name == "gaussian mixture":
+        function = summed.logp_dlogp_function(ravel_inputs=True)
+        ops = {type(node.op).__name__
+               for node in function._pytensor_function.maker.fgraph.toposort()}
+        assert not ops & GATHERS
