@@ -5,7 +5,9 @@ On the applied models of ``benchmarks/applied_models.py`` that have a hand-writt
 marginal (``applied.marginal``), two variants: **ours**, ``pmd.marginalize(applied.model)``,
 and **hand**, ``applied.marginal``. Each is measured in a fresh Python process (``--child``),
 three processes a variant (the figures are the median over them, with the min-max), after
-one unmeasured process of the same variant has warmed PyTensor's and numba's disk caches.
+one unmeasured process of each variant has warmed PyTensor's and numba's disk caches; the
+measured processes alternate between the variants, so that a change in the machine's
+speed during the run falls on both sides.
 In the child:
 
 * **summing out**: the seconds of ``pmd.marginalize`` (ours only; the model's building is
@@ -137,12 +139,18 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
     repeats, calls = {"smoke": (1, 200), "quick": (1, 2000), "full": (3, 2000)}[size]
     rows = []
     for name in models:
-        runs: dict[str, list[dict]] = {}
-        for variant in ("ours", "hand"):
-            spec = {"model": name, "variant": variant, "calls": calls}
-            if not args.smoke:
+        runs: dict[str, list[dict]] = {"ours": [], "hand": []}
+        specs = {variant: {"model": name, "variant": variant, "calls": calls}
+                 for variant in runs}
+        if not args.smoke:
+            for spec in specs.values():
                 run_child(spec)  # the caches, warm
-            runs[variant] = [run_child(spec) for _ in range(repeats)]
+        # the variants alternate, so a change in the machine's speed during the run
+        # (measured on this VM: 20% within minutes) falls on both sides of each ratio
+        for _ in range(repeats):
+            for variant, spec in specs.items():
+                runs[variant].append(run_child(spec))
+        for variant in runs:
             print(name, variant, runs[variant], flush=True)
         failed = [r["error"] for rs in runs.values() for r in rs if "error" in r]
         if failed:
@@ -173,7 +181,8 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
             command=command)}
 
 `pmd.marginalize(model)` (ours) against the model summed out by hand (hand), each in
-{repeats} fresh process(es) a variant after a warm-up process; median (min-max) over them.
+{repeats} fresh process(es) a variant after a warm-up process, alternating between the
+variants; median (min-max) over them.
 Per evaluation: the log density and gradient through PyMC's compiled function at the
 initial point, the median of 7 blocks of {calls} calls. Compile: PyMC's
 `logp_dlogp_function`; nutpie's `compile_pymc_model` beside it.
