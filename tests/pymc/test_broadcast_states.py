@@ -16,7 +16,7 @@ from pytensor.graph.traversal import toposort
 
 import pymc_discrete as pmd
 from pymc_discrete.pymc.model.terms import block_pieces, states_as_constants, without_checks
-from pymc_discrete.pymc.summing.broadcast_states import narrowed
+from pymc_discrete.pymc.summing.broadcast_states import may_narrow, narrowed
 from tests.pymc.test_marginal_model import _assert_sum_over_every_state
 
 Y = np.array([[-1.2, 0.4], [0.3, -0.1], [0.3, -0.1], [1.9, 0.8]])
@@ -78,12 +78,15 @@ NARROWED = {"gaussian mixture": (_gaussian_mixture, 3), "site weights": (_site_w
             "offset labels": (_offset_labels, 3), "two components": (_two_components, 2)}
 
 
-def _block_graphs(model, values):
+def _block_graphs(model, values, vectorised=True):
     """The block's pieces and checks vectorised over the (K, N) ``values``, and the
-    state constants they read."""
+    state constants they read (``vectorised=False``: the graphs as they are, and the
+    block's value variable)."""
     z = model.rvs_to_values[model["z"]]
     pieces, _ = block_pieces(model, [z])
     graphs = [g for piece in pieces for g in without_checks(piece, [z])]
+    if not vectorised:
+        return graphs, [z]
     replace = states_as_constants([z], model.initial_point(), values, graphs)
     return vectorize_graph(graphs, replace=replace), list(replace.values())
 
@@ -107,6 +110,7 @@ def test_narrowed_graphs_equal_the_vectorised_ones(name):
     model = build()
     offset = 1 if name == "offset labels" else 0
     values = np.repeat(np.arange(k)[:, None] + offset, len(Y), axis=1)
+    assert may_narrow(*_block_graphs(model, values, vectorised=False))
     graphs, states = _block_graphs(model, values)
     narrow = narrowed(graphs, states)
     assert narrow is not None
@@ -122,10 +126,13 @@ def test_narrowed_graphs_equal_the_vectorised_ones(name):
 
 def test_a_value_against_full_size_data_is_not_narrowed():
     """``z * 2`` against per-site data and a Bernoulli's switch against per-site
-    probabilities: per-state copies fold those, so no narrowed graph is offered."""
+    probabilities: per-state copies fold those, so no narrowed graph is offered, and the
+    graphs as they are already say so (nothing is vectorised for such a block)."""
     values = np.repeat(np.arange(2)[:, None], len(Y), axis=1)
-    graphs, states = _block_graphs(_indicator(), values)
+    model = _indicator()
+    graphs, states = _block_graphs(model, values)
     assert narrowed(graphs, states) is None
+    assert not may_narrow(*_block_graphs(model, values, vectorised=False))
 
 
 def test_states_that_differ_by_site_are_not_narrowed():

@@ -32,7 +32,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import Shape
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-__all__ = ["narrowed"]
+__all__ = ["may_narrow", "narrowed"]
 
 #: how a narrowed variable depends on the states: through their values (an index, a
 #: comparison of it) or through parameters they selected (``mu[z]`` and what follows)
@@ -156,6 +156,33 @@ def _as_slice(x: Variable, indices: list[Variable]) -> Variable | None:
         lead[ranged] = 0
     rest = list(range(int(ranged is not None), part.type.ndim))
     return part.dimshuffle(*lead, *rest)
+
+
+def may_narrow(graphs: Sequence[Variable], block: Sequence[Variable]) -> bool:
+    """Whether :func:`narrowed` may succeed on ``graphs`` vectorised over the ``block``'s
+    states: False where a value of the block meets, elementwise, data that does not
+    depend on it and varies along an axis the value varies along (``z * p_i``). Read off
+    the graphs as they are, before any is vectorised: a cheap refusal for the blocks
+    that keep their per-state copies."""
+    kind: dict[Variable, str] = dict.fromkeys(block, _VALUES)
+    for node in toposort(graphs):
+        moved = [i for i in node.inputs if i in kind]
+        if not moved:
+            continue
+        kinds = {kind[i] for i in moved}
+        label = _VALUES if kinds == {_VALUES} else _SELECTED
+        if isinstance(node.op, Elemwise) and _VALUES in kinds:
+            varying = [not all(flags) for flags in zip(*[
+                i.type.broadcastable for i in node.inputs if kind.get(i) == _VALUES])]
+            for data in node.inputs:
+                if data not in kind and any(
+                        v and not b for v, b in zip(varying, data.type.broadcastable)):
+                    return False
+        elif isinstance(node.op, AdvancedSubtensor | Blockwise) and node.inputs[0] not in kind:
+            label = _SELECTED
+        for out in node.outputs:
+            kind[out] = label
+    return True
 
 
 def narrowed(graphs: Sequence[Variable], states: Sequence[Constant]

@@ -42,7 +42,7 @@ from pymc_discrete.pymc.model.terms import (
     without_checks,
 )
 from pymc_discrete.pymc.summing.alike_sites import AlikeSites
-from pymc_discrete.pymc.summing.broadcast_states import narrowed
+from pymc_discrete.pymc.summing.broadcast_states import may_narrow, narrowed
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
 from pymc_discrete.pymc.summing.distinct_terms import (
     PieceAtStates,
@@ -197,7 +197,8 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
     owns = np.split(owner, np.cumsum(sizes)[:-1])
     graphs = [*unchecked, *helds]
     replace = states_as_constants(value_vars, point, values, graphs)
-    batched = narrowed(vectorize_graph(graphs, replace=replace), list(replace.values()))
+    batched = narrowed(vectorize_graph(graphs, replace=replace), list(replace.values())) \
+        if may_narrow(graphs, list(replace)) else None
     by_state = batched is None and k <= SEPARATE_STATES_MAX
     if by_state:
         # one copy of the graph per state: where every site takes the same value v, the
