@@ -16,6 +16,7 @@ from pytensor.graph.traversal import toposort
 
 import pymc_discrete as pmd
 from pymc_discrete.pymc.model.terms import block_pieces, states_as_constants, without_checks
+from pymc_discrete.pymc.summing import marginal
 from pymc_discrete.pymc.summing.broadcast_states import may_narrow, narrowed
 from tests.pymc.test_marginal_model import _assert_sum_over_every_state
 
@@ -101,6 +102,13 @@ def _values_at(model, graphs, seed):
     return function(*given)
 
 
+def _site_gathers(graphs):
+    """The gathers in ``graphs`` whose result varies along the sites' axis (axis 1)."""
+    return [node for node in toposort(graphs)
+            if type(node.op).__name__ in ("AdvancedSubtensor", "Blockwise")
+            and not node.outputs[0].type.broadcastable[1]]
+
+
 @pytest.mark.parametrize("name", list(NARROWED))
 def test_narrowed_graphs_equal_the_vectorised_ones(name):
     """With every site at v in state v, the narrowed graphs have the vectorised graphs'
@@ -115,13 +123,39 @@ def test_narrowed_graphs_equal_the_vectorised_ones(name):
     narrow = narrowed(graphs, states)
     assert narrow is not None
     assert [g.type for g in narrow] == [g.type for g in graphs]
-    reads_states = {node for node in toposort(narrow)
-                    if any(i in states for i in node.inputs)}
-    assert not reads_states, "the full (K, N) state constant is still read"
+    if name != "site weights":  # each site's own probabilities are gathered per site
+        assert _site_gathers(graphs), "the vectorised graphs gather by site"
+        assert not _site_gathers(narrow), "a gather by the states still reads every site"
     for seed in range(3):
         for mine, reference in zip(_values_at(model, narrow, seed),
                                    _values_at(model, graphs, seed)):
             np.testing.assert_allclose(mine, reference, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("order", [[2, 0, 1], [0, 2]])
+def test_states_out_of_order_are_gathered_by_row(order):
+    """States that are not a run of consecutive values (the order [2, 0, 1], or two
+    values with a gap) gather their rows, and equal the vectorised graphs."""
+    model = _gaussian_mixture()
+    values = np.repeat(np.array(order)[:, None], len(Y), axis=1)
+    graphs, states = _block_graphs(model, values)
+    narrow = narrowed(graphs, states)
+    assert narrow is not None and not _site_gathers(narrow)
+    for mine, reference in zip(_values_at(model, narrow, 0), _values_at(model, graphs, 0)):
+        np.testing.assert_allclose(mine, reference, rtol=1e-12, atol=0)
+
+
+def test_six_components_sum_out_exactly():
+    """More values than the per-state copies take (six components, where the states were
+    one vectorised graph before): the summed-out density is the sum over every
+    labelling."""
+    y = np.array([-2.0, 0.1, 1.7])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(6))
+        mu = pm.Normal("mu", np.linspace(-2.5, 2.5, 6), 1.0)
+        z = pm.Categorical("z", w, shape=y.size)
+        pm.Normal("y", mu[z], 0.6, observed=y)
+    _assert_sum_over_every_state(model, pmd.marginalize(model), seed=3, points=2)
 
 
 def test_a_value_against_full_size_data_is_not_narrowed():
@@ -143,11 +177,20 @@ def test_states_that_differ_by_site_are_not_narrowed():
 
 
 @pytest.mark.parametrize("name", list(NARROWED))
-def test_the_summed_out_model_is_the_sum_over_every_state(name):
-    """The models summed out through narrowed graphs equal log-sum-exp over every
-    labelling, to 1e-9; the mixture's compiled log density and gradient gather nothing."""
+def test_the_summed_out_model_is_the_sum_over_every_state(name, monkeypatch):
+    """The models summed out through narrowed graphs (the narrowing seen to be taken)
+    equal log-sum-exp over every labelling, to 1e-9; the mixture's compiled log density
+    and gradient gather nothing."""
+    taken = []
+
+    def spy(graphs, states):
+        taken.append(narrowed(graphs, states) is not None)
+        return narrowed(graphs, states)
+
+    monkeypatch.setattr(marginal, "narrowed", spy)
     model = NARROWED[name][0]()
     summed = pmd.marginalize(model)
+    assert taken and all(taken)
     _assert_sum_over_every_state(model, summed, seed=2, points=3)
     if name == "gaussian mixture":
         function = summed.logp_dlogp_function(ravel_inputs=True)

@@ -75,7 +75,7 @@ def _static(index: Variable) -> Variable:
     broadcast axis)."""
     if all(size is not None for size in index.type.shape):
         return index
-    return rewrite_graph(index, include=("canonicalize", "ShapeOpt"))
+    return rewrite_graph(index, include=("canonicalize", "ShapeOpt"), clone=True)
 
 
 def _gather(node, x: Variable, indices: list[Variable]) -> Variable | None:
@@ -119,7 +119,7 @@ def _folded(index: Variable) -> np.ndarray | None:
     clipped to a Categorical's ``[0, p.shape[-1] - 1]``), or None."""
     if isinstance(index, Constant):
         return np.asarray(index.data)
-    folded = rewrite_graph(index, include=("canonicalize", "ShapeOpt"))
+    folded = rewrite_graph(index, include=("canonicalize", "ShapeOpt"), clone=True)
     return np.asarray(folded.data) if isinstance(folded, Constant) else None
 
 
@@ -199,8 +199,8 @@ def narrowed(graphs: Sequence[Variable], states: Sequence[Constant]
     Returns
     -------
     list of Variable or None
-        The graphs, same types and values, or None where no constant narrows or the
-        states' values meet full-size data elementwise.
+        The graphs, same types and values, or None where no constant narrows, the
+        states' values meet full-size data elementwise, or no gather by them narrows.
     """
     new: dict[Variable, Variable] = {}
     kind: dict[Variable, str] = {}
@@ -210,26 +210,34 @@ def narrowed(graphs: Sequence[Variable], states: Sequence[Constant]
             return None
         new[constant], kind[constant] = small, _VALUES
     try:
-        for node in toposort(graphs):
-            _rebuild(node, new, kind)
+        gathers = sum(_rebuild(node, new, kind) for node in toposort(graphs))
     except _GiveUp:
         return None
+    if not gathers:
+        return None  # nothing selected by the states: the per-state copies fold more
     return [_full(new.get(g, g), g) for g in graphs]
 
 
-def _rebuild(node, new: dict, kind: dict) -> None:
-    """Rebuild ``node`` on the narrowed inputs, recording its outputs in ``new``/``kind``."""
+def _is_gather(op) -> bool:
+    return isinstance(op, AdvancedSubtensor) or (
+        isinstance(op, Blockwise) and isinstance(op.core_op, AdvancedSubtensor))
+
+
+def _rebuild(node, new: dict, kind: dict) -> int:
+    """Rebuild ``node`` on the narrowed inputs, recording its outputs in ``new``/``kind``;
+    1 where it is a gather by the states rebuilt on narrow indices, else 0."""
     moved = [i for i in node.inputs if i in new]
     if not moved:
-        return
+        return 0
     if isinstance(node.op, Shape) and None not in node.inputs[0].type.shape:
         # the full size, known: the shape is a constant, not a reader of the full graph
         new[node.outputs[0]] = pt.as_tensor(np.array(node.inputs[0].type.shape, dtype="int64"))
         kind[node.outputs[0]] = _SELECTED
-        return
+        return 0
     inputs = [new.get(i, i) for i in node.inputs]
     kinds = {kind[i] for i in moved}
     op = node.op
+    gathers = 0
     if isinstance(op, Elemwise):
         outputs = op.make_node(*inputs).outputs
         if _VALUES in kinds and not all(_is_narrower(n, o) or n.type.ndim == 0
@@ -243,10 +251,11 @@ def _rebuild(node, new: dict, kind: dict) -> None:
     elif isinstance(op, DimShuffle):
         outputs = op.make_node(inputs[0]).outputs
         label = kind[node.inputs[0]]
-    elif node.inputs[0] not in new and (gathered := _gather(
+    elif _is_gather(op) and node.inputs[0] not in new and (gathered := _gather(
             node, inputs[0], [n if i in new else _static(i)
                               for n, i in zip(inputs[1:], node.inputs[1:])])) is not None:
         outputs, label = [gathered], _SELECTED
+        gathers = 1
     else:  # any other operation reads its inputs at full size
         outputs = node.op.make_node(*[_full(n, o) for n, o in zip(inputs, node.inputs)]
                                     ).outputs
@@ -255,3 +264,4 @@ def _rebuild(node, new: dict, kind: dict) -> None:
         if out.type.ndim != old.type.ndim:
             raise _GiveUp
         new[old], kind[old] = out, label
+    return gathers

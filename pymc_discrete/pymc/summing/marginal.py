@@ -197,8 +197,15 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
     owns = np.split(owner, np.cumsum(sizes)[:-1])
     graphs = [*unchecked, *helds]
     replace = states_as_constants(value_vars, point, values, graphs)
-    batched = narrowed(vectorize_graph(graphs, replace=replace), list(replace.values())) \
-        if may_narrow(graphs, list(replace)) else None
+    batched = None
+    if may_narrow(graphs, list(replace)):
+        try:
+            batched = narrowed(vectorize_graph(graphs, replace=replace),
+                               list(replace.values()))
+        except (NotImplementedError, TypeError, ValueError):
+            # an operation PyTensor cannot vectorise or rebuild on narrow inputs: the
+            # narrowing is only a cheaper form of the graphs built below
+            batched = None
     by_state = batched is None and k <= SEPARATE_STATES_MAX
     if by_state:
         # one copy of the graph per state: where every site takes the same value v, the
