@@ -196,12 +196,12 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
                              f"{owner.size} in its structure")
     owns = np.split(owner, np.cumsum(sizes)[:-1])
     graphs = [*unchecked, *helds]
-    replace = states_as_constants(value_vars, point, values, graphs)
-    batched = None
-    if may_narrow(graphs, list(replace)):
+    batched = vectorised = None
+    if may_narrow(graphs, value_vars):
+        replace = states_as_constants(value_vars, point, values, graphs)
         try:
-            batched = narrowed(vectorize_graph(graphs, replace=replace),
-                               list(replace.values()))
+            vectorised = vectorize_graph(graphs, replace=replace)
+            batched = narrowed(vectorised, list(replace.values()))
         except (NotImplementedError, TypeError, ValueError):
             # an operation PyTensor cannot vectorise or rebuild on narrow inputs: the
             # narrowing is only a cheaper form of the graphs built below
@@ -224,7 +224,8 @@ def _read_site_sums(model, value_vars: Sequence[Variable], point: dict, exact: E
         # mixture's labels); else (a switch point over 111 years, a window of counts) one
         # vectorised graph over them, where K copies would take minutes to compile
         if batched is None:
-            batched = vectorize_graph(graphs, replace=replace)
+            batched = vectorised if vectorised is not None else vectorize_graph(
+                graphs, replace=states_as_constants(value_vars, point, values, graphs))
         at_states = [PieceAtStates(k, size, batched=batched[p])
                      for p, size in enumerate(sizes)]
         checks = batched[len(pieces):]
