@@ -8,7 +8,7 @@ variables (``pmd.recover_discrete``). This script measures what that costs a use
 running nutpie on a model summed out by hand. On the applied models of
 ``benchmarks/applied_models.py`` (site occupancy, capture-recapture, the Gaussian mixture
 on iris, the change point, the Gaussian HMM of 300 steps and its overlapping, sticky
-variant, and the N-mixture model), five variants:
+variant, and the N-mixture model), six variants:
 
 * **A**, ``register() + pm.sample(nuts_sampler="nutpie")``: ``pmd.register()``, then
   ``pm.sample(draws, tune, chains=4, random_seed=seed, progressbar=False,
@@ -18,6 +18,12 @@ variant, and the N-mixture model), five variants:
   installed was enough to take the route (no ``nuts_sampler``): the same calls;
 * **B**, nutpie on the hand-summed model: ``pm.sample(..., nuts_sampler="nutpie")`` on
   ``applied.marginal``;
+* **F**, nutpie on the hand-summed model from its mode: ``pm.find_MAP(jitter=False)`` on
+  ``applied.marginal`` (L-BFGS from the model's initial point), then ``pm.sample(...,
+  nuts_sampler="nutpie", initvals=<the mode>, compile_kwargs={"jitter_rvs": set()})``, every
+  chain started there unjittered: what a user who sums out by hand does where B's chains
+  settle in different modes (on the iris mixture, in 18 of seeds 1-20), the start A's route
+  takes; the optimisation is set-up;
 * **C**, PyMC's NUTS on the hand-summed model: the same with ``nuts_sampler="pymc"``;
 * **D**, ``register()``, PyMC's NUTS: ``pmd.register()``, then ``pm.sample(...,
   nuts_sampler="pymc")`` on ``applied.model``: PyMC's step loop with the steps
@@ -58,9 +64,9 @@ by the sampling-alone seconds (ESS/s, tuning included in both times); the larges
 over those elements; the number of divergences; and the agreement of every element's mean
 with the reference's, ``|mean - mean_ref| / sqrt(MCSE^2 + MCSE_ref^2)`` (the largest over
 the elements, ``harness.deviation``'s rule). The reference of a seed is variant C's run of
-that seed where its r-hat is at most 1.01, else B's; C's own agreement is checked against
-B. A run **converged** when its r-hat is at most 1.01 and it is within 4 MCSE of the
-reference ("no reference" when neither C nor B settled: r-hat alone then). The headline
+that seed where its r-hat is at most 1.01, else B's, else F's; C's own agreement is checked
+against B, else F. A run **converged** when its r-hat is at most 1.01 and it is within 4 MCSE of the
+reference ("no reference" when none of C, B and F settled: r-hat alone then). The headline
 discrete summaries of the model (the number of occupied sites, the switch year, ...; A and
 D from their discrete draws, B and C Rao-Blackwellised: ``applied.marginal_summaries``)
 are compared the same way, shown but not part of convergence.
@@ -68,8 +74,8 @@ are compared the same way, shown but not part of convergence.
 Reported per model over the seeds (median with the min-max spread): E/B ESS per second
 with set-up and compilation counted (what ``register()`` + ``pm.sample()`` gives at this
 length); the sampling alone of the route a long run takes (A where the block sums out site
-by site or as latent counts, D for a chain) against B's; A/B counted and of sampling alone,
-and D/C, for context; a
+by site or as latent counts, D for a chain) against B's; A/B and A/F counted and of
+sampling alone, and D/C, for context; a
 ratio counts only the seeds where both runs converged (``harness.ratio_over_seeds``: a
 non-converged run is n/c, never a speed-up). Then, per model, every variant over the seeds
 and every run seed by seed.
@@ -121,10 +127,11 @@ from benchmarks.harness import (
 from benchmarks.run_applied import MAX_DEVIATION, MAX_RHAT
 
 #: the variants, in the order they run within a seed (the reference C first)
-A, B, C, D, E = "A", "B", "C", "D", "E"
+A, B, C, D, E, F = "A", "B", "C", "D", "E", "F"
 VARIANTS = {
     C: "PyMC NUTS on the hand-summed model",
     B: "nutpie on the hand-summed model",
+    F: "nutpie on the hand-summed model from its mode",
     A: "register() + pm.sample(nuts_sampler=\"nutpie\")",
     D: "register(), PyMC's NUTS",
     E: "register() + pm.sample(), as typed",
@@ -245,7 +252,7 @@ def sample_kwargs(spec: dict) -> dict:
                   random_seed=spec["seed"], progressbar=False)
     if spec.get("cores") is not None:
         kwargs["cores"] = spec["cores"]
-    if spec["variant"] in (A, B):
+    if spec["variant"] in (A, B, F):
         kwargs["nuts_sampler"] = "nutpie"
     elif spec["variant"] in (C, D):
         kwargs["nuts_sampler"] = "pymc"
@@ -278,7 +285,7 @@ def measure_child(spec: dict) -> dict:
     applied = BUILDERS[spec["model"]]()
     build = time.perf_counter() - began
     variant = spec["variant"]
-    marginal = variant in (B, C)
+    marginal = variant in (B, C, F)
     model = applied.marginal if marginal else applied.model
     if variant in (A, D, E):
         pmd.register()
@@ -287,11 +294,18 @@ def measure_child(spec: dict) -> dict:
           CallTimer(recover.compile_conditional_tables) as table_compile, model):
         warnings.simplefilter("ignore")
         began = time.perf_counter()
-        idata = pm.sample(**sample_kwargs(spec))
+        kwargs = sample_kwargs(spec)
+        if variant == F:
+            mode = pm.find_MAP(jitter=False, progressbar=False)
+            kwargs.update(initvals={rv.name: mode[rv.name] for rv in model.free_RVs},
+                          compile_kwargs={"jitter_rvs": set()})
+        idata = pm.sample(**kwargs)
         total = time.perf_counter() - began
     route, summed = route_of(messages)
     if variant == B:
         route = "nutpie"
+    elif variant == F:
+        route = "pm.find_MAP, then nutpie"
     stats = idata.sample_stats
     posterior = {v: idata.posterior[v].values for v in idata.posterior.data_vars}
     continuous = {v: posterior[v] for v in applied.continuous}
@@ -450,8 +464,8 @@ def measure_seed(results: dict[str, dict], seed: int) -> list[Row]:
         if row.error is not None:
             row.problem = row.error.split(":", 1)[0]
             continue
-        ref = next((v for v in ((B,) if variant == C else (C, B)) if v != variant and settled(v)),
-                   None)
+        ref = next((v for v in ((B, F) if variant == C else (C, B, F))
+                    if v != variant and settled(v)), None)
         problems = []
         if not row.rhat_max <= MAX_RHAT:
             problems.append(f"r-hat {_rhat_text(row.rhat_max)}")
@@ -486,6 +500,8 @@ class ModelResult:
     unsupported: str | None = None
     seeds: list[int] = field(default_factory=list)
     rows: list[list[Row]] = field(default_factory=list)
+    #: the variants run (``--variants``), in the order of ``VARIANTS``
+    variants: list[str] = field(default_factory=lambda: list(VARIANTS))
 
     def of(self, variant: str) -> list[Row]:
         """The rows of ``variant``, one per seed."""
@@ -543,8 +559,9 @@ def summary_table(results: list[ModelResult]) -> str:
               "E/B: ESS/s, set-up and compilation counted",
               "long run's route / B: ESS/s, sampling alone",
               "A/B: ESS/s, counted", "A/B: ESS/s, sampling alone",
+              "A/F: ESS/s, counted", "A/F: ESS/s, sampling alone",
               "D/C: ESS/s, counted", "D/C: ESS/s, sampling alone",
-              "converged seeds A / B / C / D / E"]
+              "converged seeds A / B / F / C / D / E"]
     lines = []
     for result in results:
         title = result.applied.title
@@ -554,10 +571,10 @@ def summary_table(results: list[ModelResult]) -> str:
         long_run = long_run_variant(result)
         cells = [_ratio(result, E, B, "ess_per_s_total"),
                  f"{long_run}: {_ratio(result, long_run, B, 'ess_per_s_sampling')}"]
-        cells += [_ratio(result, x, y, attr) for x, y in ((A, B), (D, C))
+        cells += [_ratio(result, x, y, attr) for x, y in ((A, B), (A, F), (D, C))
                   for attr in ("ess_per_s_total", "ess_per_s_sampling")]
         counts = " / ".join(f"{sum(r.problem is None for r in result.of(v))}/{len(result.seeds)}"
-                            for v in (A, B, C, D, E))
+                            if v in result.variants else "-" for v in (A, B, F, C, D, E))
         lines.append([title, _ran(result.of(E)), *cells, counts])
     return markdown_table(header, lines)
 
@@ -569,7 +586,8 @@ def seeds_table(result: ModelResult) -> str:
               "min ESS/s, sampling alone", "worst r-hat", "worst dev. / MCSE",
               "worst dev. / MCSE, discrete summaries", "divergences"]
     lines = []
-    for variant, label in VARIANTS.items():
+    for variant in result.variants:
+        label = VARIANTS[variant]
         rows = result.of(variant)
         done = [r for r in rows if r.error is None]
         converged = _converged(rows)
@@ -610,7 +628,7 @@ def per_seed_table(result: ModelResult) -> str:
               "dev. / MCSE", "dev. / MCSE, discrete summaries", "divergences",
               "process s", "converged"]
     lines = []
-    for variant in VARIANTS:
+    for variant in result.variants:
         for r in result.of(variant):
             if r.error is not None:
                 lines.append([variant, r.seed, r.error, *["-"] * (len(header) - 4), "no"])
@@ -641,7 +659,7 @@ def model_section(result: ModelResult) -> str:
             f"Every run, seed by seed:\n\n{per_seed_table(result)}\n")
 
 
-METHOD = """Five ways to sample each model, each `pm.sample` call otherwise PyMC's
+METHOD = """Six ways to sample each model, each `pm.sample` call otherwise PyMC's
 defaults (`init="auto"`, convergence checks on; {cores}), {chains} chains of {tune} tuning
 iterations and {draws} draws, `random_seed` the seed ({n_seeds} seed(s): {seeds}):
 
@@ -651,6 +669,11 @@ iterations and {draws} draws, `random_seed` the seed ({n_seeds} seed(s): {seeds}
   (`pmd.recover_discrete`);
 * **B**, `pm.sample(..., nuts_sampler="nutpie")` on the model summed out by hand
   (`AppliedModel.marginal`);
+* **F**, the same from the hand-summed model's mode: `pm.find_MAP(jitter=False)`, then
+  `pm.sample(..., nuts_sampler="nutpie", initvals=<the mode>,
+  compile_kwargs={{"jitter_rvs": set()}})`, every chain started there (where B's chains
+  settle in different modes, what a user does by hand; the start of A's route); the
+  optimisation counts as set-up;
 * **C**, `pm.sample(..., nuts_sampler="pymc")` on the hand-summed model;
 * **D**, `pmd.register()`, then `pm.sample(..., nuts_sampler="pymc")` on the model with
   its discrete variables: PyMC's step loop with the steps `register()` assigns (the route
@@ -681,7 +704,7 @@ model, run, statistics).
 (which one in parentheses); ESS/s divides it by the total, or by the sampling-alone,
 seconds (tuning included in both). "dev. / MCSE": the largest `|mean - mean_ref| /
 sqrt(MCSE^2 + MCSE_ref^2)` over the continuous elements against the same seed's reference
-(C where its r-hat is at most 1.01, else B; C against B); the discrete summaries'
+(C where its r-hat is at most 1.01, else B, else F; C against B, else F); the discrete summaries'
 column does the same for the headline summaries (A and D from their discrete draws, B and
 C Rao-Blackwellised), shown but not part of convergence. A run **converged** when its
 largest r-hat is at most {max_rhat} and it is within {max_dev:g} MCSE of the reference; a ratio
@@ -740,8 +763,16 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
                         help="pm.sample's cores (default: PyMC's, min(4, CPUs / 2))")
     parser.add_argument("--warm-draws", type=int, default=None,
                         help="tuning and draws of the unmeasured run that warms the caches")
+    parser.add_argument("--variants", default=None,
+                        help=f"comma-separated subset of {','.join(VARIANTS)} (default all; "
+                             "with fewer, RESULTS.md is not written)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
+    chosen = set(args.variants.upper().split(",")) if args.variants else set(VARIANTS)
+    if chosen - set(VARIANTS):
+        parser.error(f"unknown variants {sorted(chosen - set(VARIANTS))}: choose from "
+                     f"{','.join(VARIANTS)}")
+    variants = [v for v in VARIANTS if v in chosen]
     size = size_name(args.quick, args.smoke)
     models = args.models.split(",") if args.models else list(
         SMOKE_MODELS if args.smoke else QUICK_MODELS if args.quick else MODELS)
@@ -770,21 +801,21 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             applied = BUILDERS[name]()
-            result = ModelResult(applied, not_supported(applied))
+            result = ModelResult(applied, not_supported(applied), variants=variants)
         results.append(result)
         if result.unsupported is not None:
             print(f"{name}: {result.unsupported}", flush=True)
             continue
         common = dict(model=name, chains=chains, cores=args.cores)
         # the smoke run (for the tests) checks the script, not the timing: no warm-up
-        for variant in () if args.smoke else VARIANTS:
+        for variant in () if args.smoke else variants:
             out = run_child({**common, "variant": variant, "draws": warm, "tune": warm,
                              "seed": 0})
             print(f"{name}: caches warmed by an unmeasured run of {variant} ("
                   + out.get("error", f"process {out['process']:.0f} s") + ")", flush=True)
         for seed in seeds:
             runs = {}
-            for variant in VARIANTS:
+            for variant in variants:
                 out = run_child({**common, "variant": variant, "draws": draws, "tune": tune,
                                  "seed": seed})
                 runs[variant] = out
@@ -815,14 +846,17 @@ def main(argv: list[str] | None = None, quick: bool = False, smoke: bool = False
 
 Median over seeds {", ".join(map(str, seeds))} (min-max) of the ratios of the smallest
 continuous ESS per second (A: `register()` + `pm.sample(nuts_sampler="nutpie")`, B: nutpie
-on the hand-summed model, C: PyMC's NUTS on it, D: `register()` with PyMC's NUTS, E:
-`register()` + `pm.sample()` as typed); a seed counts only where both runs converged.
+on the hand-summed model, F: nutpie on it from its mode, C: PyMC's NUTS on it, D:
+`register()` with PyMC's NUTS, E: `register()` + `pm.sample()` as typed); a seed counts
+only where both runs converged.
 
 {summary}
 
 {(chr(10) * 2).join(model_section(r) for r in results)}"""
     if args.no_write:
         pass
+    elif len(variants) < len(VARIANTS):
+        print(f"variants {','.join(variants)} only: RESULTS.md not written")
     elif len(seeds) < MIN_SEEDS and size == "full":
         print(f"{len(seeds)} seed(s): fewer than {MIN_SEEDS}, RESULTS.md not written")
     else:
