@@ -35,9 +35,10 @@ demo: $(STAMP)
 	$(PY) -m benchmarks.demo
 
 # the docs are part of the tests: a broken page or docstring fails CI. The tests run on
-# both cores (pytest-xdist); `pytest -m "not slow"` skips the end-to-end runs for a quick loop
+# both cores (pytest-xdist); `pytest -m "not slow"` skips the end-to-end runs for a quick loop.
+# The slowest 20 are listed at the end: the 15-minute budget is watched where it is spent
 test: lint docs
-	$(PY) -m pytest -q -n 2 --dist worksteal tests
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20 tests
 
 # ruff (pyproject.toml holds its rules): pyflakes, pycodestyle, import order, bugbear
 lint: $(STAMP)
