@@ -326,10 +326,12 @@ def _single_value(index: Variable, depth: int = 8) -> int | float | None:
     """The one value a graph holds at every element, or None: a constant, or a fill of
     one, read through broadcasts, dimension changes and elementwise operations of such
     values (a Categorical's value clipped to ``[0, p.shape[-1] - 1]``), after PyTensor's
-    canonical rewrites where the graph reads shapes."""
+    canonical rewrites where the graph reads shapes (on a copy: the index is part of the
+    graphs whose gathers are being walked, which a rewrite in place would change)."""
     value = _one_value(index, depth)
     if value is None:
-        value = _one_value(rewrite_graph(index, include=("canonicalize", "ShapeOpt")), depth)
+        value = _one_value(rewrite_graph(index, include=("canonicalize", "ShapeOpt"),
+                                         clone=True), depth)
     return value
 
 
