@@ -32,7 +32,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import Shape
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-__all__ = ["may_narrow", "narrowed"]
+__all__ = ["may_narrow", "narrowed", "shapes_folded"]
 
 #: how a narrowed variable depends on the states: through their values (an index, a
 #: comparison of it) or through parameters they selected (``mu[z]`` and what follows)
@@ -69,13 +69,32 @@ def _full(new: Variable, old: Variable) -> Variable:
     return old.type.filter_variable(pt.broadcast_to(new, shape), allow_convert=True)
 
 
+def shapes_folded(graph: Variable) -> Variable:
+    """A copy of ``graph`` after PyTensor's canonical and shape rewrites.
+
+    An index computed from constants and static shapes (a Categorical's value clipped to
+    ``[0, p.shape[-1] - 1]``) becomes a constant. The rewrites work on a copy, since
+    ``graph`` is part of graphs still being read.
+
+    Parameters
+    ----------
+    graph : Variable
+
+    Returns
+    -------
+    Variable
+        The rewritten copy (a ``Constant`` where everything it reads folds).
+    """
+    return rewrite_graph(graph, include=("canonicalize", "ShapeOpt"), clone=True)
+
+
 def _static(index: Variable) -> Variable:
     """An index that does not depend on the states, with the shapes it reads resolved
     (``take_along_axis``'s ``arange(p.shape[0])`` of a ``p`` of one row is ``[0]``, a
     broadcast axis)."""
     if all(size is not None for size in index.type.shape):
         return index
-    return rewrite_graph(index, include=("canonicalize", "ShapeOpt"), clone=True)
+    return shapes_folded(index)
 
 
 def _gather(node, x: Variable, indices: list[Variable]) -> Variable | None:
@@ -119,7 +138,7 @@ def _folded(index: Variable) -> np.ndarray | None:
     clipped to a Categorical's ``[0, p.shape[-1] - 1]``), or None."""
     if isinstance(index, Constant):
         return np.asarray(index.data)
-    folded = rewrite_graph(index, include=("canonicalize", "ShapeOpt"), clone=True)
+    folded = shapes_folded(index)
     return np.asarray(folded.data) if isinstance(folded, Constant) else None
 
 

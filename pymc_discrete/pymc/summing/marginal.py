@@ -21,7 +21,6 @@ import pytensor.tensor as pt
 from pymc.model.core import ValueGradFunction
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace, vectorize_graph
-from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import graph_inputs, toposort
 from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
@@ -42,7 +41,7 @@ from pymc_discrete.pymc.model.terms import (
     without_checks,
 )
 from pymc_discrete.pymc.summing.alike_sites import AlikeSites
-from pymc_discrete.pymc.summing.broadcast_states import may_narrow, narrowed
+from pymc_discrete.pymc.summing.broadcast_states import may_narrow, narrowed, shapes_folded
 from pymc_discrete.pymc.summing.collapsible import NotCollapsible, site_of_term
 from pymc_discrete.pymc.summing.distinct_terms import (
     PieceAtStates,
@@ -327,11 +326,10 @@ def _single_value(index: Variable, depth: int = 8) -> int | float | None:
     one, read through broadcasts, dimension changes and elementwise operations of such
     values (a Categorical's value clipped to ``[0, p.shape[-1] - 1]``), after PyTensor's
     canonical rewrites where the graph reads shapes (on a copy: the index is part of the
-    graphs whose gathers are being walked, which a rewrite in place would change)."""
+    graphs whose gathers are being walked)."""
     value = _one_value(index, depth)
     if value is None:
-        value = _one_value(rewrite_graph(index, include=("canonicalize", "ShapeOpt"),
-                                         clone=True), depth)
+        value = _one_value(shapes_folded(index), depth)
     return value
 
 
